@@ -1,0 +1,165 @@
+// txops.h — the plain C++ API: a light strided tensor view, a status with a one-line message, and one
+// function per operator. The aclnn C API (acl/acl.h, aclnnop/*.h) is a thin wrapper over these.
+// Every function validates its arguments, plans and runs synchronously on the calling thread plus the
+// txops thread pool; results are bit-identical for any thread count.
+#ifndef TXOPS_TXOPS_H_
+#define TXOPS_TXOPS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#if defined(_WIN32)
+#define TXOPS_CPP_API __declspec(dllexport)
+#else
+#define TXOPS_CPP_API __attribute__((visibility("default")))
+#endif
+
+namespace txops {
+
+// Element types; the numbers are CANN's aclDataType values.
+enum class DType : int32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kI8 = 2,
+  kI32 = 3,
+  kU8 = 4,
+  kI16 = 6,
+  kU16 = 7,
+  kU32 = 8,
+  kI64 = 9,
+  kU64 = 10,
+  kF64 = 11,
+  kBool = 12,
+  kBF16 = 27,
+};
+TXOPS_CPP_API size_t dtype_size(DType dtype);      // 0 for an unknown value
+TXOPS_CPP_API const char* dtype_name(DType dtype);  // "fp32", "fp16", "bf16", "int32", ...
+
+// Status codes; the numbers are CANN's aclnnStatus values.
+enum class StatusCode : int32_t {
+  kSuccess = 0,
+  kNullptr = 161001,       // a required tensor or output pointer is null
+  kParamInvalid = 161002,  // dtype / format / attribute / view outside storage (per op table)
+  kRuntimeError = 361001,  // allocation or other runtime failure
+  kTilingError = 561002,   // shapes breaking the op's constraints (per op table)
+};
+
+// The result of every call: a code and, on failure, one line naming the parameter, the rule and the value.
+class Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  bool ok() const { return code_ == StatusCode::kSuccess; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  StatusCode code_ = StatusCode::kSuccess;
+  std::string message_;
+};
+
+constexpr int kMaxDims = 8;
+
+// A strided view of memory the caller owns. Shape and strides are in elements (stride 0 broadcasts).
+struct TXOPS_CPP_API TensorView {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  int32_t ndim = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+
+  TensorView() = default;
+  // Contiguous (row-major) view.
+  TensorView(void* data, DType dtype, std::initializer_list<int64_t> shape);
+  // Explicit strides (same length as shape).
+  TensorView(void* data, DType dtype, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides);
+  // From arrays; strides == nullptr means contiguous. ndim must be in [0, kMaxDims].
+  static TensorView make(void* data, DType dtype, int32_t ndim, const int64_t* shape, const int64_t* strides);
+
+  int64_t numel() const;
+  bool is_contiguous() const;
+  // True when memory is dense in the last dimension (stride 1 or size 1).
+  bool last_dim_contiguous() const { return ndim == 0 || strides[ndim - 1] == 1 || shape[ndim - 1] == 1; }
+  std::string shape_string() const;  // "(2, 3, 4)"
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Global settings (environment variables set the defaults; these calls override them at run time).
+enum class Isa : int32_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+TXOPS_CPP_API const char* isa_name(Isa isa);  // "scalar", "avx2", "avx512"
+// The best ISA this CPU supports, capped by TXOPS_MAX_ISA (scalar | avx2 | avx512) or set_max_isa().
+TXOPS_CPP_API Isa active_isa();
+TXOPS_CPP_API void set_max_isa(Isa isa);
+TXOPS_CPP_API bool cpu_has_avx512_bf16();  // vdpbf16ps usable (and allowed by the ISA cap)
+
+// Threads used by the operators: TXOPS_NUM_THREADS, else the number of cores; set_num_threads(0) resets.
+TXOPS_CPP_API int num_threads();
+TXOPS_CPP_API void set_num_threads(int n);
+
+// TXOPS_COMPAT=cann: enforce CANN's documented limits (and codes) instead of txops' wider ones.
+enum class Compat : int32_t { kTxops = 0, kCann = 1 };
+TXOPS_CPP_API Compat compat_mode();
+TXOPS_CPP_API void set_compat_mode(Compat mode);
+
+// TXOPS_VERBOSE=1: print one line per operator call to stderr (kernel chosen, ISA, threads, time).
+TXOPS_CPP_API bool verbose();
+TXOPS_CPP_API void set_verbose(bool on);
+
+// ---------------------------------------------------------------------------------------------------
+// Rotary position embedding (shared/spec/rope.md). cos/sin are full width; all maths in fp32, one
+// rounding (round-to-nearest-even) to the output dtype.
+enum class RotaryMode : int32_t { kHalf = 0, kInterleave = 1, kQuarter = 2, kInterleaveHalf = 3 };
+enum class Layout : int32_t { kBSND = 1, kSBND = 2, kBNSD = 3, kTND = 4 };
+TXOPS_CPP_API const char* rotary_mode_name(RotaryMode mode);  // "half", "interleave", ...
+
+// x, out (B, N, S, D); cos, sin (Bc, 1, Sc, D), Bc in {1, B}, Sc in {1, S}. out may alias x.
+TXOPS_CPP_API Status interleave_rope(const TensorView& x, const TensorView& cos, const TensorView& sin,
+                                     const TensorView& out);
+
+// In place on x (B, S, N, D): rotate the slice [slice_start, slice_end) of D. cos/sin (b, s, n, L), L = end-start,
+// each of b, s, n is 1 or x's size.
+TXOPS_CPP_API Status inplace_partial_rotary_mul(const TensorView& x, const TensorView& cos, const TensorView& sin,
+                                                RotaryMode mode, int64_t slice_start, int64_t slice_end);
+TXOPS_CPP_API Status inplace_partial_rotary_mul_grad(const TensorView& dy, const TensorView& cos,
+                                                     const TensorView& sin, RotaryMode mode, int64_t slice_start,
+                                                     int64_t slice_end);
+
+// In place on query and key (modes half / interleave / quarter). cos D may be smaller than q D: the
+// first cos-D channels rotate, the rest stay untouched.
+TXOPS_CPP_API Status apply_rotary_pos_emb(const TensorView& query, const TensorView& key, const TensorView& cos,
+                                          const TensorView& sin, Layout layout, RotaryMode mode);
+
+// grad_query = J^T grad_query_embed, grad_key = J^T grad_key_embed. When query and key are both given,
+// grad_cos / grad_sin (cos's shape) are written too; otherwise they may be null and are left alone.
+TXOPS_CPP_API Status apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, const TensorView& grad_key_embed,
+                                               const TensorView& cos, const TensorView& sin,
+                                               const TensorView* query, const TensorView* key, RotaryMode mode,
+                                               Layout layout, const TensorView& grad_query,
+                                               const TensorView& grad_key, const TensorView* grad_cos,
+                                               const TensorView* grad_sin);
+
+// ---------------------------------------------------------------------------------------------------
+// Gated delta rule (shared/spec/gated_delta_rule.md).
+
+// Prefill. query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), initial_state / final_state
+// (B, Nv, Dv, Dk), actual_seq_lengths (B,) int32, g (T, Nv) fp32 or null, out (T, Nv, Dv).
+TXOPS_CPP_API Status chunk_gated_delta_rule(const TensorView& query, const TensorView& key,
+                                            const TensorView& value, const TensorView& beta,
+                                            const TensorView& initial_state, const TensorView& actual_seq_lengths,
+                                            const TensorView* g, float scale, const TensorView& out,
+                                            const TensorView& final_state);
+
+// Decode on a state pool. state (BlockNum, Nv, Dv, Dk) updated in place; ssm_state_indices (T,) int32;
+// g (T, Nv) fp32 or null; gk (T, Nv, Dk) fp32 or null; num_accepted_tokens (B,) int32 or null.
+TXOPS_CPP_API Status recurrent_gated_delta_rule(const TensorView& query, const TensorView& key,
+                                                const TensorView& value, const TensorView& beta,
+                                                const TensorView& state, const TensorView& actual_seq_lengths,
+                                                const TensorView& ssm_state_indices, const TensorView* g,
+                                                const TensorView* gk, const TensorView* num_accepted_tokens,
+                                                float scale, const TensorView& out);
+
+}  // namespace txops
+
+#endif  // TXOPS_TXOPS_H_

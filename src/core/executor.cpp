@@ -1,0 +1,94 @@
+// executor.cpp — the live-executor registry and the shared phase-one / phase-two plumbing of aclnn calls.
+#include "core/executor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+#include "core/status.h"
+
+namespace txops {
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<aclOpExecutor*>& registry() {
+  static auto* live = new std::unordered_set<aclOpExecutor*>();  // never destroyed: safe at exit
+  return *live;
+}
+
+}  // namespace
+
+aclnnStatus report(const char* api_name, const Status& status) {
+  if (status.ok()) return ACLNN_SUCCESS;
+  set_recent_error(std::string(api_name) + ": " + status.message());
+  return static_cast<aclnnStatus>(status.code());
+}
+
+Status check_phase_one_outputs(uint64_t* workspace_size, aclOpExecutor** executor) {
+  if (workspace_size == nullptr) return fail(StatusCode::kNullptr, "workspaceSize must not be null");
+  if (executor == nullptr) return fail(StatusCode::kNullptr, "executor must not be null");
+  return Status();
+}
+
+aclnnStatus publish_executor(aclOpExecutor* executor, const char* api_name, uint64_t workspace_size,
+                             uint64_t* workspace_size_out, aclOpExecutor** executor_out) {
+  executor->api_name = api_name;
+  executor->workspace_size = workspace_size;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    registry().insert(executor);
+  }
+  *workspace_size_out = workspace_size;
+  *executor_out = executor;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus run_executor(const char* api_name, void* workspace, uint64_t workspace_size, aclOpExecutor* executor) {
+  if (executor == nullptr) return report(api_name, fail(StatusCode::kNullptr, "executor must not be null"));
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    auto it = registry().find(executor);
+    if (it == registry().end()) {
+      return report(api_name, fail(StatusCode::kParamInvalid,
+                                   "executor is not live (already run, or not made by a GetWorkspaceSize call)"));
+    }
+    if (std::strcmp(executor->api_name, api_name) != 0) {
+      return report(api_name, fail(StatusCode::kParamInvalid, "executor was made for %s, not %s",
+                                   executor->api_name, api_name));
+    }
+    if (workspace_size < executor->workspace_size) {
+      return report(api_name, fail(StatusCode::kParamInvalid, "workspaceSize must be >= %llu, got %llu",
+                                   static_cast<unsigned long long>(executor->workspace_size),
+                                   static_cast<unsigned long long>(workspace_size)));
+    }
+    if (executor->workspace_size > 0 && workspace == nullptr) {
+      return report(api_name, fail(StatusCode::kNullptr, "workspace must not be null (workspaceSize %llu)",
+                                   static_cast<unsigned long long>(executor->workspace_size)));
+    }
+    registry().erase(it);  // consumed: a second call is refused above
+  }
+  const Status status = executor->run(workspace);
+  delete executor;
+  return report(api_name, status);
+}
+
+void* scratch_workspace(uint64_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    uint64_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (bytes <= buffer.size) return buffer.data;
+  std::free(buffer.data);
+  const uint64_t rounded = (bytes + 63) / 64 * 64;
+  buffer.data = std::aligned_alloc(64, rounded);
+  buffer.size = buffer.data ? rounded : 0;
+  return buffer.data;
+}
+
+}  // namespace txops

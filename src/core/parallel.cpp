@@ -1,0 +1,34 @@
+// parallel.cpp — OpenMP-backed parallel_for with static, balanced contiguous ranges.
+#include "core/parallel.h"
+
+#include <omp.h>
+
+#include "txops/txops.h"
+
+namespace txops {
+
+int plan_threads(int64_t work_items, int64_t min_items_per_thread) {
+  const int max_threads = num_threads();
+  if (min_items_per_thread < 1) min_items_per_thread = 1;
+  const int64_t useful = work_items / min_items_per_thread;
+  if (useful <= 1) return 1;
+  return useful < max_threads ? static_cast<int>(useful) : max_threads;
+}
+
+void parallel_for(int threads, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (threads > n) threads = static_cast<int>(n);
+  if (threads <= 1) {
+    fn(0, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int parts = omp_get_num_threads();
+    int64_t begin, end;
+    balanced_range(n, parts, omp_get_thread_num(), &begin, &end);
+    if (begin < end) fn(begin, end);
+  }
+}
+
+}  // namespace txops

@@ -1,0 +1,28 @@
+// parallel.h — static partitions over the thread pool (OpenMP underneath). Work item i always goes to
+// the same code path whatever the thread count; kernels keep results independent of the partition
+// (no cross-item accumulation in partition order), which makes outputs bit-identical across thread counts.
+#ifndef TXOPS_CORE_PARALLEL_H_
+#define TXOPS_CORE_PARALLEL_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace txops {
+
+// Threads worth using for `work_items` items when each thread should get at least `min_items_per_thread`.
+int plan_threads(int64_t work_items, int64_t min_items_per_thread);
+
+// Calls fn(begin, end) on `threads` threads over contiguous, balanced ranges of [0, n).
+// threads <= 1 (or n <= 1) runs inline on the caller with no pool overhead.
+void parallel_for(int threads, int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+
+// [begin, end) of part `part` out of `parts` balanced parts of [0, n).
+inline void balanced_range(int64_t n, int parts, int part, int64_t* begin, int64_t* end) {
+  const int64_t base = n / parts, extra = n % parts;
+  *begin = part * base + (part < extra ? part : extra);
+  *end = *begin + base + (part < extra ? 1 : 0);
+}
+
+}  // namespace txops
+
+#endif  // TXOPS_CORE_PARALLEL_H_

@@ -1,0 +1,138 @@
+// simd_convert-inl.h — per-target (Highway) loads and stores of fp32 / bf16 / fp16 storage as fp32 vectors.
+// Stores round to nearest even with NaN kept quiet, exactly like the scalar helpers in core/dtype.h, so a
+// vector body and a scalar tail give the same bits. (Highway 1.0.3's own bf16 DemoteTo truncates, and its
+// SCALAR fp16 path does too; hence our own.) Storage types: float, hwy::bfloat16_t, hwy::float16_t.
+//
+// Include after <hwy/highway.h> inside a foreach_target translation unit; per-target include guard below.
+#if defined(TXOPS_CORE_SIMD_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_CORE_SIMD_CONVERT_INL_H_
+#undef TXOPS_CORE_SIMD_CONVERT_INL_H_
+#else
+#define TXOPS_CORE_SIMD_CONVERT_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include "core/dtype.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---- loads (exact widening) ----
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p);
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto h = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p));
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, h)));
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::float16_t* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_SCALAR
+  uint16_t bits;
+  hwy::CopyBytes<2>(p, &bits);
+  return hn::Set(df, f16_to_f32(bits));
+#else
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, p));
+#endif
+}
+
+// ---- rounding to 16-bit storage ----
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> RoundToBF16Bits(DF df, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto bits = hn::BitCast(du, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb)));
+  const auto quiet = hn::ShiftRight<16>(hn::Or(bits, hn::Set(du, 0x00400000u)));
+  const auto out = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+  (void)df;
+  return hn::DemoteTo(du16, hn::BitCast(di, out));
+}
+
+// ---- stores ----
+template <class DF>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
+  hn::StoreU(v, df, p);
+}
+
+template <class DF>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  hn::StoreU(RoundToBF16Bits(df, v), du16, reinterpret_cast<uint16_t*>(p));
+}
+
+template <class DF>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, hwy::float16_t* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_SCALAR
+  const uint16_t bits = f32_to_f16(hn::GetLane(v));
+  (void)df;
+  hwy::CopyBytes<2>(&bits, p);
+#else
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  hn::StoreU(hn::DemoteTo(dh, v), dh, p);  // F16C: round to nearest even
+#endif
+}
+
+// Non-temporal variants (skip the write-allocate read of out-of-place outputs). `p` must be aligned to the
+// stored vector's size in bytes (Lanes(df) * sizeof(T)); callers peel until it is.
+template <class DF>
+HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
+  hn::Stream(v, df, p);
+}
+
+template <class DF>
+HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  hn::Stream(RoundToBF16Bits(df, v), du16, reinterpret_cast<uint16_t*>(p));
+}
+
+template <class DF>
+HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, hwy::float16_t* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_SCALAR
+  StoreF32(df, v, p);
+#else
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  hn::Stream(hn::BitCast(du16, hn::DemoteTo(dh, v)), du16, reinterpret_cast<uint16_t*>(p));
+#endif
+}
+
+// Scalar element access with the same rounding (tails, gathers).
+HWY_INLINE float LoadScalarF32(const float* p) { return *p; }
+HWY_INLINE float LoadScalarF32(const hwy::bfloat16_t* p) {
+  uint16_t b;
+  hwy::CopyBytes<2>(p, &b);
+  return bf16_to_f32(b);
+}
+HWY_INLINE float LoadScalarF32(const hwy::float16_t* p) {
+  uint16_t b;
+  hwy::CopyBytes<2>(p, &b);
+  return f16_to_f32(b);
+}
+HWY_INLINE void StoreScalarF32(float v, float* p) { *p = v; }
+HWY_INLINE void StoreScalarF32(float v, hwy::bfloat16_t* p) {
+  const uint16_t b = f32_to_bf16(v);
+  hwy::CopyBytes<2>(&b, p);
+}
+HWY_INLINE void StoreScalarF32(float v, hwy::float16_t* p) {
+  const uint16_t b = f32_to_f16(v);
+  hwy::CopyBytes<2>(&b, p);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

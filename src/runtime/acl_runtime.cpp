@@ -1,0 +1,269 @@
+// acl_runtime.cpp — the CANN host runtime on the CPU. "Device" memory is 64-byte-aligned host memory
+// (transparent huge pages advised for large blocks) that the runtime records, so freeing a pointer it never
+// handed out, or freeing twice, returns an error instead of crashing. Work runs synchronously, so streams
+// and contexts are tokens that must exist; synchronising one always succeeds. Nothing here aborts.
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "acl/acl.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace {
+
+struct Runtime {
+  std::mutex mutex;
+  std::unordered_map<void*, size_t> device_blocks;
+  std::unordered_set<void*> host_blocks;
+  std::unordered_set<void*> streams;
+  std::unordered_set<void*> contexts;
+  bool initialized = false;
+  int32_t current_device = -1;
+  void* current_context = nullptr;
+};
+
+Runtime& runtime() {
+  static auto* rt = new Runtime();  // never destroyed: usable from static destructors
+  return *rt;
+}
+
+constexpr int32_t kDeviceCount = 1;  // the CPU is device 0
+
+aclError fail(aclError code, const char* message) {
+  txops::set_recent_error(message);
+  return code;
+}
+
+void* aligned_block(size_t size) {
+  const size_t rounded = (size + 63) / 64 * 64;
+  void* p = nullptr;
+  if (rounded >= (2u << 20)) {
+    if (posix_memalign(&p, 2u << 20, rounded) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+  }
+  return std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclInit(const char* /*configPath*/) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  if (rt.initialized) return fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialised");
+  rt.initialized = true;
+  return ACL_SUCCESS;
+}
+
+aclError aclFinalize(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  if (!rt.initialized) return fail(ACL_ERROR_UNINITIALIZE, "aclFinalize: aclInit was not called");
+  rt.initialized = false;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSetDevice(int32_t deviceId) {
+  if (deviceId < 0 || deviceId >= kDeviceCount) {
+    return fail(ACL_ERROR_INVALID_DEVICE, ("aclrtSetDevice: deviceId must be 0 (the CPU), got " +
+                                           std::to_string(deviceId)).c_str());
+  }
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().current_device = deviceId;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtResetDevice(int32_t deviceId) {
+  if (deviceId < 0 || deviceId >= kDeviceCount) {
+    return fail(ACL_ERROR_INVALID_DEVICE, ("aclrtResetDevice: deviceId must be 0 (the CPU), got " +
+                                           std::to_string(deviceId)).c_str());
+  }
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().current_device = -1;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDevice(int32_t* deviceId) {
+  if (deviceId == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId must not be null");
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  if (runtime().current_device < 0) return fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetDevice: no device is set");
+  *deviceId = runtime().current_device;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceCount(uint32_t* count) {
+  if (count == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count must not be null");
+  *count = kDeviceCount;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
+  if (context == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context must not be null");
+  if (deviceId < 0 || deviceId >= kDeviceCount) {
+    return fail(ACL_ERROR_INVALID_DEVICE, ("aclrtCreateContext: deviceId must be 0 (the CPU), got " +
+                                           std::to_string(deviceId)).c_str());
+  }
+  void* token = std::malloc(1);
+  if (token == nullptr) return fail(ACL_ERROR_BAD_ALLOC, "aclrtCreateContext: out of memory");
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().contexts.insert(token);
+  runtime().current_context = token;
+  runtime().current_device = deviceId;
+  *context = token;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  if (runtime().contexts.count(context) == 0) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtSetCurrentContext: context was not made by aclrtCreateContext");
+  }
+  runtime().current_context = context;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext* context) {
+  if (context == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context must not be null");
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  if (runtime().current_context == nullptr) {
+    return fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetCurrentContext: no context is current");
+  }
+  *context = runtime().current_context;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyContext(aclrtContext context) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  if (runtime().contexts.erase(context) == 0) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyContext: context is not live (never made, or destroyed)");
+  }
+  if (runtime().current_context == context) runtime().current_context = nullptr;
+  std::free(context);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStream(aclrtStream* stream) {
+  if (stream == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream must not be null");
+  void* token = std::malloc(1);
+  if (token == nullptr) return fail(ACL_ERROR_BAD_ALLOC, "aclrtCreateStream: out of memory");
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().streams.insert(token);
+  *stream = token;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  if (runtime().streams.erase(stream) == 0) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: stream is not live (never made, or destroyed)");
+  }
+  std::free(stream);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+  // Work is synchronous; the default stream (null) and any live stream are always idle.
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  if (stream != nullptr && runtime().streams.count(stream) == 0) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: stream is not live");
+  }
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeDevice(void) { return ACL_SUCCESS; }
+
+aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+  if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: devPtr must not be null");
+  if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: size must be > 0, got 0");
+  if (static_cast<int>(policy) < 0 || static_cast<int>(policy) > ACL_MEM_MALLOC_NORMAL_ONLY_P2P) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: policy is not an aclrtMemMallocPolicy");
+  }
+  void* p = aligned_block(size);
+  if (p == nullptr) {
+    *devPtr = nullptr;
+    return fail(ACL_ERROR_RT_MEMORY_ALLOCATION, ("aclrtMalloc: cannot allocate " + std::to_string(size) +
+                                                 " bytes").c_str());
+  }
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().device_blocks[p] = size;
+  *devPtr = p;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMallocHost(void** hostPtr, size_t size) {
+  if (hostPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: hostPtr must not be null");
+  if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: size must be > 0, got 0");
+  void* p = aligned_block(size);
+  if (p == nullptr) return fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMallocHost: out of memory");
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().host_blocks.insert(p);
+  *hostPtr = p;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFree(void* devPtr) {
+  if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be null");
+  {
+    std::lock_guard<std::mutex> lock(runtime().mutex);
+    if (runtime().device_blocks.erase(devPtr) == 0) {
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "aclrtFree: devPtr was not returned by aclrtMalloc (or was already freed)");
+    }
+  }
+  std::free(devPtr);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFreeHost(void* hostPtr) {
+  if (hostPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be null");
+  {
+    std::lock_guard<std::mutex> lock(runtime().mutex);
+    if (runtime().host_blocks.erase(hostPtr) == 0) {
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "aclrtFreeHost: hostPtr was not returned by aclrtMallocHost (or was already freed)");
+    }
+  }
+  std::free(hostPtr);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
+  if (static_cast<int>(kind) < ACL_MEMCPY_HOST_TO_HOST || static_cast<int>(kind) > ACL_MEMCPY_DEVICE_TO_DEVICE) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: kind is not an aclrtMemcpyKind");
+  }
+  if (count > destMax) {
+    return fail(ACL_ERROR_INVALID_PARAM, ("aclrtMemcpy: count must be <= destMax (" + std::to_string(destMax) +
+                                          "), got " + std::to_string(count)).c_str());
+  }
+  if (count == 0) return ACL_SUCCESS;
+  if (dst == nullptr || src == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: dst and src must not be null");
+  std::memmove(dst, src, count);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
+  if (count > maxCount) {
+    return fail(ACL_ERROR_INVALID_PARAM, ("aclrtMemset: count must be <= maxCount (" + std::to_string(maxCount) +
+                                          "), got " + std::to_string(count)).c_str());
+  }
+  if (count == 0) return ACL_SUCCESS;
+  if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemset: devPtr must not be null");
+  std::memset(devPtr, value, count);
+  return ACL_SUCCESS;
+}
+
+aclFloat16 aclFloatToFloat16(float value) { return txops::f32_to_f16(value); }
+float aclFloat16ToFloat(aclFloat16 value) { return txops::f16_to_f32(value); }
+
+size_t aclDataTypeSize(aclDataType dataType) { return txops::dtype_size(static_cast<txops::DType>(dataType)); }
+
+}  // extern "C"
