@@ -92,3 +92,21 @@ void* scratch_workspace(uint64_t bytes) {
 }
 
 }  // namespace txops
+
+#include "core/prepared_op.h"
+
+namespace txops {
+
+Status run_prepared(const PreparedOp& op) {
+  void* workspace = nullptr;
+  if (op.workspace_bytes > 0) {
+    workspace = scratch_workspace(op.workspace_bytes);
+    if (workspace == nullptr) {
+      return fail(StatusCode::kRuntimeError, "cannot allocate a workspace of %llu bytes",
+                  static_cast<unsigned long long>(op.workspace_bytes));
+    }
+  }
+  return op.run(workspace);
+}
+
+}  // namespace txops
