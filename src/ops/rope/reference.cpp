@@ -200,11 +200,11 @@ void cos_sin_factors(RotaryMode mode, const std::vector<double>& x, std::vector<
 
 // ---- whole tensors ----------------------------------------------------------------------------------
 
-// For every row of x (any rank, D = last axis): channels [first, first + cos D) are rotated (forward or
-// backward) with the broadcast cos/sin row, the others copied. Output row-major in x's shape.
+// For every row of x (any rank, D = last axis): channels [first, first + L) are rotated (forward or
+// backward) with channels [0, L) of the broadcast cos/sin row, the others copied. Output row-major in x's shape.
 void rotate_tensor(const TensorView& x, const TensorView& cos, const TensorView& sin, RotaryMode mode,
-                   int64_t first, bool backward, std::vector<double>* out) {
-  const int64_t D = x.shape[x.ndim - 1], L = cos.shape[cos.ndim - 1], rows = row_count(x);
+                   int64_t first, int64_t L, bool backward, std::vector<double>* out) {
+  const int64_t D = x.shape[x.ndim - 1], rows = row_count(x);
   out->assign(static_cast<size_t>(rows * D), 0.0);
   int64_t idx[kMaxDims] = {};
   for (int64_t r = 0; r < rows; ++r) {
@@ -245,14 +245,13 @@ void accumulate_cos_sin_grads(const TensorView& dy, const TensorView& x, const T
 
 void interleave_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, std::vector<double>* out) {
   // x (B, N, S, D), cos/sin (Bc, 1, Sc, D): interleave-half over the whole of D.
-  rotate_tensor(x, cos, sin, RotaryMode::kInterleaveHalf, 0, false, out);
+  rotate_tensor(x, cos, sin, RotaryMode::kInterleaveHalf, 0, x.shape[x.ndim - 1], false, out);
 }
 
 void inplace_partial_rotary_mul(const TensorView& x, const TensorView& cos, const TensorView& sin, RotaryMode mode,
                                 int64_t start, int64_t end, bool backward, std::vector<double>* out) {
   // x (B, S, N, D); cos/sin (b, s, n, L = end - start) rotate x[..., start:end]; the rest is x unchanged.
-  (void)end;  // cos's last axis is L = end - start
-  rotate_tensor(x, cos, sin, mode, start, backward, out);
+  rotate_tensor(x, cos, sin, mode, start, end - start, backward, out);
 }
 
 void apply_rotary_pos_emb(const TensorView& query, const TensorView& key, const TensorView& cos,
@@ -261,8 +260,9 @@ void apply_rotary_pos_emb(const TensorView& query, const TensorView& key, const 
   // Every layout puts N (or the broadcast axis) where cos has size 1, so the broadcast rule is the same for
   // BSND (Bc,S,1,D), SBND (S,Bc,1,D), BNSD (Bc,1,S,D) and TND (T,1,D). The first cos-D channels rotate.
   (void)layout;
-  rotate_tensor(query, cos, sin, mode, 0, false, q_out);
-  rotate_tensor(key, cos, sin, mode, 0, false, k_out);
+  const int64_t rotated = cos.shape[cos.ndim - 1];
+  rotate_tensor(query, cos, sin, mode, 0, rotated, false, q_out);
+  rotate_tensor(key, cos, sin, mode, 0, rotated, false, k_out);
 }
 
 void apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, const TensorView& grad_key_embed,
@@ -272,8 +272,9 @@ void apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, const TensorV
                                std::vector<double>* grad_cos, std::vector<double>* grad_sin) {
   // gradQuery = J^T gradQueryEmbed, gradKey = J^T gradKeyEmbed.
   (void)layout;
-  rotate_tensor(grad_query_embed, cos, sin, mode, 0, true, grad_query);
-  rotate_tensor(grad_key_embed, cos, sin, mode, 0, true, grad_key);
+  const int64_t rotated = cos.shape[cos.ndim - 1];
+  rotate_tensor(grad_query_embed, cos, sin, mode, 0, rotated, true, grad_query);
+  rotate_tensor(grad_key_embed, cos, sin, mode, 0, rotated, true, grad_key);
   grad_cos->clear();
   grad_sin->clear();
   if (query == nullptr || key == nullptr) return;
