@@ -1,0 +1,128 @@
+// rope_apply_rotary_pos_emb_test.cpp — txops::apply_rotary_pos_emb (aclnnApplyRotaryPosEmbV2) and
+// apply_rotary_pos_emb_grad (aclnnApplyRotaryPosEmbGrad) against the fp64 reference on every ISA: modes half /
+// interleave / quarter, layouts BSND / SBND / BNSD / TND, cos batch 1 or B, q and k with different (odd) N,
+// forward with cos D < q D, grads with and without q/k (gradCos / gradSin), fp32 cos/sin with 16-bit q/k,
+// strided inputs and outputs; plus bit identity of all outputs (gradCos / gradSin included) for 1..4 threads.
+#include <gtest/gtest.h>
+
+#include "support/rope_cases.h"
+
+namespace txops {
+namespace {
+
+using namespace txops::testing;
+
+const RotaryMode kModes[] = {RotaryMode::kHalf, RotaryMode::kInterleave, RotaryMode::kQuarter};
+
+TEST(ApplyRotaryPosEmb, ModesLayoutsAndHeadDimsOnEveryIsa) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (bool backward : {false, true}) {
+      for (RotaryMode mode : kModes) {
+        for (Layout layout : all_layouts()) {
+          for (int64_t D : {4, 16, 28, 32, 36, 64, 68, 128, 132}) {
+            ApplyRotaryCase c;
+            c.backward = backward, c.mode = mode, c.layout = layout, c.D = D;
+            c.B = 2, c.S = 3, c.Nq = 5, c.Nk = 1, c.cos_batch_one = (D % 8) == 4;
+            c.seed = static_cast<uint32_t>(D + 1000 * static_cast<int>(layout));
+            if (!budget.check(run_case(c), c.describe())) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ApplyRotaryPosEmb, ForwardWithNarrowerCosLeavesTheRestUntouched) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (RotaryMode mode : kModes) {
+      for (Layout layout : all_layouts()) {
+        for (int64_t cos_dim : {4, 32, 36, 64}) {
+          ApplyRotaryCase c;
+          c.mode = mode, c.layout = layout, c.D = 128, c.cos_dim = cos_dim, c.q_dtype = DType::kBF16;
+          c.cs_dtype = DType::kBF16, c.B = 1, c.S = 3, c.Nq = 3, c.Nk = 2;
+          if (!budget.check(run_case(c), c.describe())) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(ApplyRotaryPosEmb, DtypePairings) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (auto [q_dtype, cs_dtype] : dtype_pairings(false)) {
+      for (bool backward : {false, true}) {
+        for (RotaryMode mode : kModes) {
+          ApplyRotaryCase c;
+          c.q_dtype = q_dtype, c.cs_dtype = cs_dtype, c.backward = backward, c.mode = mode, c.D = 64;
+          c.layout = Layout::kBSND, c.B = 3, c.S = 4, c.Nq = 3, c.Nk = 3, c.cos_batch_one = true;
+          if (!budget.check(run_case(c), c.describe())) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(ApplyRotaryPosEmb, GradWithoutQueryAndKeyLeavesGradCosSinAlone) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (RotaryMode mode : kModes) {
+      for (Layout layout : all_layouts()) {
+        ApplyRotaryCase c;
+        c.backward = true, c.with_qk = false, c.mode = mode, c.layout = layout, c.D = 32, c.Nq = 4, c.Nk = 2;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST(ApplyRotaryPosEmb, StridedViews) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (ViewStyle q_style : all_view_styles()) {
+      for (ViewStyle other : all_view_styles()) {
+        for (bool backward : {false, true}) {
+          ApplyRotaryCase c;
+          c.q_style = q_style, c.cs_style = other, c.out_style = other, c.backward = backward;
+          c.layout = backward ? Layout::kSBND : Layout::kBNSD, c.mode = RotaryMode::kHalf;
+          c.q_dtype = DType::kF16, c.cs_dtype = DType::kF32, c.D = 36, c.B = 2, c.S = 3, c.Nq = 3, c.Nk = 1;
+          if (!budget.check(run_case(c), c.describe())) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(ApplyRotaryPosEmb, BitIdenticalForOneToFourThreads) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (bool backward : {false, true}) {
+      for (Layout layout : all_layouts()) {
+        for (bool cos_batch_one : {false, true}) {
+          ApplyRotaryCase c;
+          c.backward = backward, c.layout = layout, c.cos_batch_one = cos_batch_one, c.mode = RotaryMode::kHalf;
+          c.q_dtype = DType::kBF16, c.cs_dtype = DType::kF32, c.B = 4, c.S = 5, c.Nq = 7, c.Nk = 3, c.D = 64;
+          std::vector<uint64_t> first;
+          for (int threads = 1; threads <= 4; ++threads) {
+            ScopedThreads scoped_threads(threads);
+            std::vector<uint64_t> bits;
+            if (!budget.check(run_case(c, &bits), c.describe())) return;
+            if (threads == 1) first = bits;
+            EXPECT_TRUE(bits == first) << c.describe() << ": outputs differ from the 1-thread result";
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace txops

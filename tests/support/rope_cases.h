@@ -1,0 +1,89 @@
+// rope_cases.h — one RoPE problem per struct, and a runner that builds its guarded random tensors, computes the
+// fp64 reference, runs the fast op (txops:: C++ API) under the current ISA / thread settings, and checks:
+// the status is ok, every output is within the tolerance table's "rope" / "rope_grad_cos_sin" row, no byte
+// outside the output views (guards, padding, untouched slice channels, inputs) changed. The runners return
+// "" on success or a one-line description of the first failure, and optionally the outputs' bit patterns
+// (for the thread-count bit-identity tests).
+#ifndef TXOPS_TESTS_SUPPORT_ROPE_CASES_H_
+#define TXOPS_TESTS_SUPPORT_ROPE_CASES_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/rope_test_util.h"
+#include "txops/txops.h"
+
+namespace txops {
+namespace testing {
+
+// aclnnInterleaveRope: x, out (B, N, S, D); cos/sin (Bc, 1, Sc, D).
+struct InterleaveRopeCase {
+  DType x_dtype = DType::kF32, cs_dtype = DType::kF32;
+  int64_t B = 2, N = 3, S = 5, D = 64, Bc = 2, Sc = 5;
+  ViewStyle x_style = ViewStyle::kContiguous, cs_style = ViewStyle::kContiguous, out_style = ViewStyle::kContiguous;
+  bool cs_stride0 = false;  // cos/sin given at full (B, 1, S, D) size with stride 0 on the broadcast axes
+  bool in_place = false;    // out is x itself
+  uint32_t seed = 1;
+  std::string describe() const;
+};
+
+// aclnnInplacePartialRotaryMul(Grad): x (B, S, N, D), slice [start, end), cos/sin (Bc, Sc, Nc, end - start).
+struct PartialRotaryCase {
+  DType x_dtype = DType::kF32, cs_dtype = DType::kF32;
+  int64_t B = 2, S = 3, N = 5, D = 64, Bc = 1, Sc = 3, Nc = 1;
+  int64_t start = 0, end = 64;
+  RotaryMode mode = RotaryMode::kHalf;
+  bool backward = false;
+  ViewStyle x_style = ViewStyle::kContiguous, cs_style = ViewStyle::kContiguous;
+  bool cs_stride0 = false;
+  uint32_t seed = 1;
+  std::string describe() const;
+};
+
+// aclnnApplyRotaryPosEmbV2 (forward) / aclnnApplyRotaryPosEmbGrad (backward). Shapes from the layout:
+// BSND q (B,S,Nq,D) cos (Bc,S,1,Dc); SBND q (S,B,Nq,D) cos (S,Bc,1,Dc); BNSD q (B,Nq,S,D) cos (Bc,1,S,Dc);
+// TND q (T=B*S,Nq,D) cos (T,1,Dc). Bc = cos_batch_one ? 1 : B. Dc = cos_dim (0 means D).
+struct ApplyRotaryCase {
+  DType q_dtype = DType::kF32, cs_dtype = DType::kF32;
+  Layout layout = Layout::kBSND;
+  RotaryMode mode = RotaryMode::kHalf;
+  int64_t B = 2, S = 3, Nq = 5, Nk = 2, D = 64, cos_dim = 0;
+  bool cos_batch_one = false;
+  bool backward = false;
+  bool with_qk = true;  // backward: pass query and key, check gradCos / gradSin
+  ViewStyle q_style = ViewStyle::kContiguous, cs_style = ViewStyle::kContiguous, out_style = ViewStyle::kContiguous;
+  uint32_t seed = 1;
+  std::string describe() const;
+};
+
+std::string run_case(const InterleaveRopeCase& c, std::vector<uint64_t>* bits = nullptr);
+std::string run_case(const PartialRotaryCase& c, std::vector<uint64_t>* bits = nullptr);
+std::string run_case(const ApplyRotaryCase& c, std::vector<uint64_t>* bits = nullptr);
+
+// Shapes of the Apply case's tensors (exposed for the adjoint and aclnn tests).
+std::vector<int64_t> apply_q_shape(const ApplyRotaryCase& c, int64_t n);
+std::vector<int64_t> apply_cos_shape(const ApplyRotaryCase& c);
+
+// Records a failed case as a gtest failure; after `limit` failures it returns false so that a sweep can stop
+// early instead of printing thousands of lines when a whole op is broken.
+class FailureBudget {
+ public:
+  explicit FailureBudget(int limit = 8) : left_(limit) {}
+  bool check(const std::string& error, const std::string& what);  // true: keep going
+ private:
+  int left_;
+};
+
+// The dtype pairings (activations, cos/sin) the ops accept: same dtype, and fp32 cos/sin with 16-bit
+// activations; `any_pairing` adds the others (InplacePartialRotaryMul accepts any pairing).
+std::vector<std::pair<DType, DType>> dtype_pairings(bool any_pairing);
+
+const char* layout_name(Layout layout);
+std::vector<Layout> all_layouts();
+
+}  // namespace testing
+}  // namespace txops
+
+#endif  // TXOPS_TESTS_SUPPORT_ROPE_CASES_H_
