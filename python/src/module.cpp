@@ -1,0 +1,178 @@
+// module.cpp — the _txops extension module: one binding per txops operator over the plain C++ API, plus the
+// global settings. Tensors arrive as DLPack capsules / __dlpack__ objects (see tensor_import.h) and are used
+// in place, never copied; outputs are allocated by the Python layer in the caller's framework. The GIL is
+// released while an operator runs; a failed Status becomes a Python exception carrying txops' message.
+// The Pythonic API (defaults, autograd, framework handling) lives in python/txops/*.py.
+#include <pybind11/pybind11.h>
+
+#include <chrono>
+#include <string>
+
+#include "tensor_import.h"
+#include "txops/txops.h"
+
+namespace py = pybind11;
+using txops_python::ImportedTensors;
+using txops_python::raise_status;
+
+namespace {
+
+// Benchmark hook: when > 1, each binding runs its C++ call this many times back to back (GIL released) and
+// records the mean seconds of one C++ call, so Python can compare its own per-call time with the C++ call's.
+int g_repeat = 1;
+double g_last_cpp_seconds = 0.0;
+
+template <typename Call>
+void run_without_gil(Call&& call) {
+  txops::Status status;
+  {
+    py::gil_scoped_release release;
+    if (g_repeat <= 1) {
+      status = call();
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < g_repeat && status.ok(); ++i) status = call();
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      g_last_cpp_seconds = elapsed.count() / g_repeat;
+    }
+  }
+  if (!status.ok()) raise_status(status);
+}
+
+const txops::TensorView* if_present(const txops::TensorView& view, bool present) {
+  return present ? &view : nullptr;
+}
+
+void interleave_rope(py::handle x, py::handle cos, py::handle sin, py::handle out) {
+  ImportedTensors t;
+  const auto xv = t.view(x, "x"), cv = t.view(cos, "cos"), sv = t.view(sin, "sin"), ov = t.view(out, "out");
+  run_without_gil([&] { return txops::interleave_rope(xv, cv, sv, ov); });
+}
+
+void inplace_partial_rotary_mul(py::handle x, py::handle cos, py::handle sin, int mode, int64_t start, int64_t end) {
+  ImportedTensors t;
+  const auto xv = t.view(x, "x"), cv = t.view(cos, "cos"), sv = t.view(sin, "sin");
+  const auto m = static_cast<txops::RotaryMode>(mode);
+  run_without_gil([&] { return txops::inplace_partial_rotary_mul(xv, cv, sv, m, start, end); });
+}
+
+void inplace_partial_rotary_mul_grad(py::handle dy, py::handle cos, py::handle sin, int mode, int64_t start,
+                                     int64_t end) {
+  ImportedTensors t;
+  const auto dv = t.view(dy, "grad_output"), cv = t.view(cos, "cos"), sv = t.view(sin, "sin");
+  const auto m = static_cast<txops::RotaryMode>(mode);
+  run_without_gil([&] { return txops::inplace_partial_rotary_mul_grad(dv, cv, sv, m, start, end); });
+}
+
+void apply_rotary_pos_emb(py::handle query, py::handle key, py::handle cos, py::handle sin, int layout, int mode) {
+  ImportedTensors t;
+  const auto qv = t.view(query, "query"), kv = t.view(key, "key"), cv = t.view(cos, "cos"), sv = t.view(sin, "sin");
+  const auto l = static_cast<txops::Layout>(layout);
+  const auto m = static_cast<txops::RotaryMode>(mode);
+  run_without_gil([&] { return txops::apply_rotary_pos_emb(qv, kv, cv, sv, l, m); });
+}
+
+void apply_rotary_pos_emb_grad(py::handle grad_query_embed, py::handle grad_key_embed, py::handle cos,
+                               py::handle sin, py::handle query, py::handle key, int mode, int layout,
+                               py::handle grad_query, py::handle grad_key, py::handle grad_cos,
+                               py::handle grad_sin) {
+  ImportedTensors t;
+  const auto gqe = t.view(grad_query_embed, "grad_query_embed"), gke = t.view(grad_key_embed, "grad_key_embed");
+  const auto cv = t.view(cos, "cos"), sv = t.view(sin, "sin");
+  bool has_q, has_k, has_gc, has_gs;
+  const auto qv = t.optional_view(query, "query", &has_q), kv = t.optional_view(key, "key", &has_k);
+  const auto gq = t.view(grad_query, "grad_query"), gk = t.view(grad_key, "grad_key");
+  const auto gc = t.optional_view(grad_cos, "grad_cos", &has_gc), gs = t.optional_view(grad_sin, "grad_sin", &has_gs);
+  const auto m = static_cast<txops::RotaryMode>(mode);
+  const auto l = static_cast<txops::Layout>(layout);
+  run_without_gil([&] {
+    return txops::apply_rotary_pos_emb_grad(gqe, gke, cv, sv, if_present(qv, has_q), if_present(kv, has_k), m, l, gq,
+                                            gk, if_present(gc, has_gc), if_present(gs, has_gs));
+  });
+}
+
+void chunk_gated_delta_rule(py::handle query, py::handle key, py::handle value, py::handle beta,
+                            py::handle initial_state, py::handle actual_seq_lengths, py::handle g, float scale,
+                            py::handle out, py::handle final_state) {
+  ImportedTensors t;
+  const auto qv = t.view(query, "query"), kv = t.view(key, "key"), vv = t.view(value, "value");
+  const auto bv = t.view(beta, "beta"), iv = t.view(initial_state, "initial_state");
+  const auto lv = t.view(actual_seq_lengths, "actual_seq_lengths");
+  bool has_g;
+  const auto gv = t.optional_view(g, "g", &has_g);
+  const auto ov = t.view(out, "out"), fv = t.view(final_state, "final_state");
+  run_without_gil([&] {
+    return txops::chunk_gated_delta_rule(qv, kv, vv, bv, iv, lv, if_present(gv, has_g), scale, ov, fv);
+  });
+}
+
+void recurrent_gated_delta_rule(py::handle query, py::handle key, py::handle value, py::handle beta,
+                                py::handle state, py::handle actual_seq_lengths, py::handle ssm_state_indices,
+                                py::handle g, py::handle gk, py::handle num_accepted_tokens, float scale,
+                                py::handle out) {
+  ImportedTensors t;
+  const auto qv = t.view(query, "query"), kv = t.view(key, "key"), vv = t.view(value, "value");
+  const auto bv = t.view(beta, "beta"), sv = t.view(state, "state");
+  const auto lv = t.view(actual_seq_lengths, "actual_seq_lengths");
+  const auto iv = t.view(ssm_state_indices, "ssm_state_indices");
+  bool has_g, has_gk, has_n;
+  const auto gv = t.optional_view(g, "g", &has_g), gkv = t.optional_view(gk, "gk", &has_gk);
+  const auto nv = t.optional_view(num_accepted_tokens, "num_accepted_tokens", &has_n);
+  const auto ov = t.view(out, "out");
+  run_without_gil([&] {
+    return txops::recurrent_gated_delta_rule(qv, kv, vv, bv, sv, lv, iv, if_present(gv, has_g),
+                                             if_present(gkv, has_gk), if_present(nv, has_n), scale, ov);
+  });
+}
+
+txops::Isa isa_from_name(const std::string& name) {
+  if (name == "scalar") return txops::Isa::kScalar;
+  if (name == "avx2") return txops::Isa::kAvx2;
+  if (name == "avx512") return txops::Isa::kAvx512;
+  throw py::value_error("isa must be one of 'scalar', 'avx2', 'avx512', got '" + name + "'");
+}
+
+txops::Compat compat_from_name(const std::string& name) {
+  if (name == "txops") return txops::Compat::kTxops;
+  if (name == "cann") return txops::Compat::kCann;
+  throw py::value_error("mode must be one of 'txops', 'cann', got '" + name + "'");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_txops, m) {
+  m.doc() = "txops operators over DLPack tensors (use the txops package, not this module, directly)";
+  using py::arg;
+  m.def("interleave_rope", &interleave_rope, arg("x"), arg("cos"), arg("sin"), arg("out"));
+  m.def("inplace_partial_rotary_mul", &inplace_partial_rotary_mul, arg("x"), arg("cos"), arg("sin"), arg("mode"),
+        arg("start"), arg("end"));
+  m.def("inplace_partial_rotary_mul_grad", &inplace_partial_rotary_mul_grad, arg("grad_output"), arg("cos"),
+        arg("sin"), arg("mode"), arg("start"), arg("end"));
+  m.def("apply_rotary_pos_emb", &apply_rotary_pos_emb, arg("query"), arg("key"), arg("cos"), arg("sin"),
+        arg("layout"), arg("mode"));
+  m.def("apply_rotary_pos_emb_grad", &apply_rotary_pos_emb_grad, arg("grad_query_embed"), arg("grad_key_embed"),
+        arg("cos"), arg("sin"), arg("query").none(true), arg("key").none(true), arg("mode"), arg("layout"),
+        arg("grad_query"), arg("grad_key"), arg("grad_cos").none(true), arg("grad_sin").none(true));
+  m.def("chunk_gated_delta_rule", &chunk_gated_delta_rule, arg("query"), arg("key"), arg("value"), arg("beta"),
+        arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"), arg("out"),
+        arg("final_state"));
+  m.def("recurrent_gated_delta_rule", &recurrent_gated_delta_rule, arg("query"), arg("key"), arg("value"),
+        arg("beta"), arg("state"), arg("actual_seq_lengths"), arg("ssm_state_indices"), arg("g").none(true),
+        arg("gk").none(true), arg("num_accepted_tokens").none(true), arg("scale"), arg("out"));
+
+  m.def("num_threads", &txops::num_threads, "Threads the operators use.");
+  m.def("set_num_threads", &txops::set_num_threads, arg("n"), "Sets the thread count (0: back to the default).");
+  m.def("active_isa", [] { return std::string(txops::isa_name(txops::active_isa())); });
+  m.def("set_max_isa", [](const std::string& name) { txops::set_max_isa(isa_from_name(name)); }, arg("isa"));
+  m.def("cpu_has_avx512_bf16", &txops::cpu_has_avx512_bf16);
+  m.def("compat_mode", [] { return std::string(txops::compat_mode() == txops::Compat::kCann ? "cann" : "txops"); });
+  m.def("set_compat_mode", [](const std::string& name) { txops::set_compat_mode(compat_from_name(name)); },
+        arg("mode"));
+  m.def("verbose", &txops::verbose);
+  m.def("set_verbose", &txops::set_verbose, arg("on"));
+
+  m.def("_set_repeat", [](int n) { g_repeat = n < 1 ? 1 : n; }, arg("n"),
+        "Benchmark hook: run each C++ call n times per binding call (n = 1: normal).");
+  m.def("_last_cpp_seconds", [] { return g_last_cpp_seconds; },
+        "Mean seconds of one C++ call in the last repeated binding call.");
+}

@@ -1,0 +1,180 @@
+// tensor_import.cpp — DLPack consumer (capsule protocol, dtype / device checks) and Status -> exception mapping.
+#include "tensor_import.h"
+
+#include <cstring>
+
+namespace txops_python {
+
+namespace {
+
+// Builds `type(message)` with a `code` attribute and raises it.
+[[noreturn]] void raise_with_code(PyObject* type, int code, const std::string& message) {
+  PyObject* instance = PyObject_CallFunction(type, "s", message.c_str());
+  if (instance != nullptr) {
+    PyObject* code_object = PyLong_FromLong(code);
+    if (code_object != nullptr) {
+      PyObject_SetAttrString(instance, "code", code_object);
+      Py_DECREF(code_object);
+    }
+    PyErr_SetObject(type, instance);
+    Py_DECREF(instance);
+  }
+  throw py::error_already_set();
+}
+
+constexpr int kParamInvalid = static_cast<int>(txops::StatusCode::kParamInvalid);
+
+// The txops dtype of a DLPack dtype; false when txops has none.
+bool dtype_from_dlpack(DLDataType t, txops::DType* out) {
+  if (t.lanes != 1) return false;
+  using txops::DType;
+  switch (t.code) {
+    case kDLFloat:
+      if (t.bits == 32) { *out = DType::kF32; return true; }
+      if (t.bits == 16) { *out = DType::kF16; return true; }
+      if (t.bits == 64) { *out = DType::kF64; return true; }
+      return false;
+    case kDLBfloat:
+      if (t.bits == 16) { *out = DType::kBF16; return true; }
+      return false;
+    case kDLInt:
+      if (t.bits == 8) { *out = DType::kI8; return true; }
+      if (t.bits == 16) { *out = DType::kI16; return true; }
+      if (t.bits == 32) { *out = DType::kI32; return true; }
+      if (t.bits == 64) { *out = DType::kI64; return true; }
+      return false;
+    case kDLUInt:
+      if (t.bits == 8) { *out = DType::kU8; return true; }
+      if (t.bits == 16) { *out = DType::kU16; return true; }
+      if (t.bits == 32) { *out = DType::kU32; return true; }
+      if (t.bits == 64) { *out = DType::kU64; return true; }
+      return false;
+    case kDLBool:
+      if (t.bits == 8) { *out = DType::kBool; return true; }
+      return false;
+    default:
+      return false;
+  }
+}
+
+bool message_is_about_dtype(const std::string& message) {
+  return message.find("dtype") != std::string::npos;
+}
+
+}  // namespace
+
+void raise_status(const txops::Status& status) {
+  const int code = static_cast<int>(status.code());
+  const std::string& message = status.message();
+  switch (status.code()) {
+    case txops::StatusCode::kParamInvalid:
+      raise_with_code(message_is_about_dtype(message) ? PyExc_TypeError : PyExc_ValueError, code, message);
+    case txops::StatusCode::kNullptr:
+    case txops::StatusCode::kTilingError:
+      raise_with_code(PyExc_ValueError, code, message);
+    default:
+      if (message.find("not implemented") != std::string::npos) {
+        raise_with_code(PyExc_NotImplementedError, code, message);
+      }
+      raise_with_code(PyExc_RuntimeError, code, message);
+  }
+}
+
+ImportedTensors::~ImportedTensors() {
+  // Consumed tensors are ours: release them (the producer's deleter may touch Python objects; we hold the GIL).
+  for (int i = count_ - 1; i >= 0; --i) {
+    if (consumed_[i]->deleter != nullptr) consumed_[i]->deleter(consumed_[i]);
+  }
+}
+
+txops::TensorView ImportedTensors::from_capsule(py::handle capsule, const char* param) {
+  PyObject* raw = capsule.ptr();
+  if (!PyCapsule_IsValid(raw, "dltensor")) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " must be an unconsumed DLPack capsule (\"dltensor\"), got a capsule named \"" +
+                        (PyCapsule_GetName(raw) ? PyCapsule_GetName(raw) : "") + "\"");
+  }
+  if (count_ == kMaxTensors) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " tensor count per call must be at most 16, got 17");
+  }
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(raw, "dltensor"));
+  if (managed == nullptr) throw py::error_already_set();
+  // Consume: from here on the capsule's destructor leaves the tensor alone and we must call its deleter.
+  PyCapsule_SetName(raw, "used_dltensor");
+  consumed_[count_++] = managed;
+
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type != kDLCPU) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " device must be the CPU (DLPack device type 1), got device type " +
+                        std::to_string(static_cast<int>(t.device.device_type)));
+  }
+  txops::DType dtype;
+  if (!dtype_from_dlpack(t.dtype, &dtype)) {
+    raise_with_code(PyExc_TypeError, kParamInvalid,
+                    std::string(param) + " dtype must be a float, bfloat16, integer or bool scalar type, got DLPack code " +
+                        std::to_string(t.dtype.code) + " bits " + std::to_string(t.dtype.bits) + " lanes " +
+                        std::to_string(t.dtype.lanes));
+  }
+  if (t.ndim < 0 || t.ndim > txops::kMaxDims) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " rank must be at most 8, got " + std::to_string(t.ndim));
+  }
+  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  return txops::TensorView::make(data, dtype, t.ndim, t.shape, t.strides);
+}
+
+// (address, dtype code, shape tuple, strides tuple in elements) — built by the Python layer for read-only arrays.
+txops::TensorView ImportedTensors::from_raw_tuple(py::handle object, const char* param) {
+  auto tuple = py::reinterpret_borrow<py::tuple>(object);
+  if (tuple.size() != 4) {
+    raise_with_code(PyExc_TypeError, kParamInvalid,
+                    std::string(param) + " raw view must be (address, dtype, shape, strides), got a tuple of " +
+                        std::to_string(tuple.size()));
+  }
+  auto shape = tuple[2].cast<py::tuple>();
+  auto strides = tuple[3].cast<py::tuple>();
+  if (shape.size() > static_cast<size_t>(txops::kMaxDims) || strides.size() != shape.size()) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " rank must be at most 8 with one stride per dim, got " +
+                        std::to_string(shape.size()) + " dims and " + std::to_string(strides.size()) + " strides");
+  }
+  int64_t shape_values[txops::kMaxDims];
+  int64_t stride_values[txops::kMaxDims];
+  for (size_t d = 0; d < shape.size(); ++d) {
+    shape_values[d] = shape[d].cast<int64_t>();
+    stride_values[d] = strides[d].cast<int64_t>();
+  }
+  const auto dtype = static_cast<txops::DType>(tuple[1].cast<int32_t>());
+  if (txops::dtype_size(dtype) == 0) {
+    raise_with_code(PyExc_TypeError, kParamInvalid,
+                    std::string(param) + " dtype must be a txops dtype code, got " +
+                        std::to_string(static_cast<int32_t>(dtype)));
+  }
+  void* data = reinterpret_cast<void*>(tuple[0].cast<uintptr_t>());
+  return txops::TensorView::make(data, dtype, static_cast<int32_t>(shape.size()), shape_values, stride_values);
+}
+
+txops::TensorView ImportedTensors::view(py::handle object, const char* param) {
+  if (PyCapsule_CheckExact(object.ptr())) return from_capsule(object, param);
+  if (PyTuple_Check(object.ptr())) return from_raw_tuple(object, param);
+  if (object.is_none()) {
+    raise_with_code(PyExc_ValueError, static_cast<int>(txops::StatusCode::kNullptr),
+                    std::string(param) + " must be a tensor, got None");
+  }
+  if (!py::hasattr(object, "__dlpack__")) {
+    raise_with_code(PyExc_TypeError, kParamInvalid,
+                    std::string(param) + " must be an array with __dlpack__ (torch.Tensor, numpy.ndarray) or a "
+                                         "DLPack capsule, got " + std::string(py::str(py::type::handle_of(object).attr("__name__"))));
+  }
+  py::object capsule = object.attr("__dlpack__")();
+  return from_capsule(capsule, param);
+}
+
+txops::TensorView ImportedTensors::optional_view(py::handle object, const char* param, bool* present) {
+  *present = !object.is_none();
+  return *present ? view(object, param) : txops::TensorView();
+}
+
+}  // namespace txops_python
