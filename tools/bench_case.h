@@ -1,0 +1,75 @@
+// bench_case.h — what `txops bench` measures: a CaseSpec names one operator on one real-model shape in one
+// dtype (suite, op, variant, KEY=VALUE dims); its factory builds a BenchCase that owns the tensors, runs the
+// op through the public C++ API (and, for decode shapes, through the two-phase aclnn API), knows the bytes
+// and FLOPs the op must move / do, and checks outputs against the fp64 reference (computed once).
+#ifndef TXOPS_TOOLS_BENCH_CASE_H_
+#define TXOPS_TOOLS_BENCH_CASE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "core/tolerance.h"
+#include "txops/txops.h"
+
+namespace txops {
+namespace bench {
+
+enum class CaseKind { kRope, kGdrPrefill, kGdrDecode };
+
+struct CheckResult {
+  bool passed = false;
+  double max_err = 0;    // the largest max_rel_err over the checked outputs
+  std::string message;   // op error, or the worst comparison's description when out of tolerance
+};
+
+class BenchCase {
+ public:
+  virtual ~BenchCase() = default;
+  // Computes the fp64 reference from the pristine inputs (called once, before any run).
+  virtual void compute_reference() = 0;
+  // Restores inputs an in-place op modifies to their pristine values.
+  virtual void reset() {}
+  // One call through the public C++ API.
+  virtual Status run() = 0;
+  // One two-phase aclnn call (GetWorkspaceSize + run); tensors are created once, in the constructor.
+  virtual bool has_aclnn() const { return false; }
+  virtual Status run_aclnn() { return Status(StatusCode::kRuntimeError, "no aclnn path for this case"); }
+  // Compares the current outputs with the reference.
+  virtual CheckResult check() = 0;
+
+  double bytes = 0;        // bytes the op must read + write, each tensor counted once
+  double flops = 0;        // GDR: 6*Dk*Dv per token per value head
+  double state_bytes = 0;  // GDR decode: read + write of each state touched, once per token
+  int64_t tokens = 0;      // GDR: tokens per call
+  std::string check_note;  // how much of the output the reference covers, when not all of it
+};
+
+struct CaseSpec {
+  std::string suite, op, variant;
+  CaseKind kind = CaseKind::kRope;
+  DType dtype = DType::kBF16;
+  bool optional_dtype = false;  // run only when --dtype asks for it (GDR fp32)
+  Dims dims;
+  Dims overhead_dims;  // non-empty: also time the C++ and aclnn calls on this minimal shape (per-call overhead)
+  std::function<std::unique_ptr<BenchCase>(const CaseSpec& spec, const Dims& dims)> make;
+  std::string shape() const { return variant.empty() ? dims.str() : dims.str() + "," + variant; }
+};
+
+// The suites of shared/performance.md. `quick` shrinks every shape to a CI-smoke size.
+std::vector<CaseSpec> rope_suites(bool quick);  // cases_rope.cpp
+std::vector<CaseSpec> gdr_suites(bool quick);   // cases_gdr.cpp
+
+// Shared helpers for the case files.
+// Adds the comparison of `y` with `ref` under the tolerance row to `result` (an empty reference fails).
+void accumulate_check(const char* name, const TensorView& y, const std::vector<double>& ref,
+                      const std::string& tolerance_row, CheckResult* result);
+// Turns a failed op status into a failed check.
+CheckResult failed_run(const Status& status);
+
+}  // namespace bench
+}  // namespace txops
+
+#endif  // TXOPS_TOOLS_BENCH_CASE_H_

@@ -1,0 +1,118 @@
+// bench_report.cpp — the results table (stdout) and the JSON records of `txops bench`.
+#include "bench_report.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace txops {
+namespace bench {
+
+void print_table_header(FILE* out) {
+  std::fprintf(out, "%-20s %-32s %-5s %3s %-50s %10s %10s %8s %6s %8s %6s %9s %s\n", "suite", "op", "dtype", "thr",
+               "shape", "min_ms", "median_ms", "GB/s", "%bw", "GFLOP/s", "%peak", "max_err", "result");
+}
+
+void print_table_row(FILE* out, const CaseResult& r) {
+  char flops[32] = "-", peak[32] = "-";
+  if (r.kind != CaseKind::kRope) {
+    std::snprintf(flops, sizeof flops, "%.1f", r.gflops);
+    std::snprintf(peak, sizeof peak, "%.1f", 100 * r.flops_ratio);
+  }
+  // Decode GDR: the bandwidth column is the state traffic (its target), not all bytes.
+  const double bw = r.kind == CaseKind::kGdrDecode ? r.state_gbps : r.gbps;
+  const double bw_ratio = r.kind == CaseKind::kGdrDecode ? r.state_ratio : r.ratio;
+  std::fprintf(out, "%-20s %-32s %-5s %3d %-50s %10.4f %10.4f %8.2f %6.1f %8s %6s %9.2e %s\n", r.suite.c_str(),
+               r.op.c_str(), r.dtype.c_str(), r.threads, r.shape.c_str(), r.time_min_s * 1e3, r.time_median_s * 1e3,
+               bw, 100 * bw_ratio, flops, peak, r.max_err, r.passed ? "ok" : "FAILED");
+  if (r.has_overhead)
+    std::fprintf(out,
+                 "    per-call: minimal shape aclnn two-phase %.2f us (target <= 2), C++ %.2f us (target <= 0.5); "
+                 "this shape aclnn %.2f us, C++ %.2f us\n",
+                 r.aclnn_overhead_s * 1e6, r.cpp_overhead_s * 1e6, r.aclnn_call_s * 1e6, r.cpp_call_s * 1e6);
+  if (r.kind == CaseKind::kGdrDecode)
+    std::fprintf(out, "    state traffic %.2f GB/s = %.1f%% of copy limit; %.3g tokens/s%s%s\n", r.state_gbps,
+                 100 * r.state_ratio, r.tokens_per_s, r.check_note.empty() ? "" : "; ", r.check_note.c_str());
+  else if (r.kind == CaseKind::kGdrPrefill)
+    std::fprintf(out, "    %.3g tokens/s; fp32 FMA peak %.1f GFLOP/s, bf16 dot peak %.1f GFLOP/s%s%s\n",
+                 r.tokens_per_s, r.limit_gflops, r.bf16_dot_gflops, r.check_note.empty() ? "" : "; ",
+                 r.check_note.c_str());
+  if (!r.passed) std::fprintf(out, "    failure: %s\n", r.message.c_str());
+}
+
+void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute) {
+  std::fprintf(out,
+               "# probes, %d thread(s): copy %.2f GB/s, copy non-temporal %.2f GB/s, triad %.2f GB/s "
+               "(arrays of %.0f MiB) -> limit %.2f GB/s",
+               bw.threads, bw.copy_gbps, bw.copy_nt_gbps, bw.triad_gbps, bw.array_bytes / 1048576.0, bw.limit_gbps());
+  if (compute)
+    std::fprintf(out, "; fp32 FMA (%s) %.1f GFLOP/s, bf16 dot %.1f GFLOP/s", compute->isa.c_str(),
+                 compute->fma_gflops, compute->bf16_dot_gflops);
+  std::fprintf(out, "\n");
+}
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\', r += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      r += buf;
+    } else r += c;
+  }
+  return r + "\"";
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+const char* kind_name(CaseKind k) {
+  return k == CaseKind::kRope ? "rope" : k == CaseKind::kGdrPrefill ? "gdr_prefill" : "gdr_decode";
+}
+
+}  // namespace
+
+bool write_json(const std::string& path, const std::vector<CaseResult>& results) {
+  std::ostringstream o;
+  o << "[\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CaseResult& r = results[i];
+    o << "  {\"op\": " << quoted(r.op) << ", \"suite\": " << quoted(r.suite) << ", \"kind\": " << quoted(kind_name(r.kind))
+      << ", \"dtype\": " << quoted(r.dtype) << ", \"shape\": " << quoted(r.shape) << ", \"threads\": " << r.threads
+      << ", \"reps\": " << r.reps << ", \"time_min_s\": " << number(r.time_min_s)
+      << ", \"time_median_s\": " << number(r.time_median_s) << ", \"bytes\": " << number(r.bytes)
+      << ", \"gbps\": " << number(r.gbps) << ", \"limit_gbps\": " << number(r.limit_gbps)
+      << ", \"ratio\": " << number(r.ratio) << ", \"copy_gbps\": " << number(r.copy_gbps)
+      << ", \"copy_nt_gbps\": " << number(r.copy_nt_gbps) << ", \"triad_gbps\": " << number(r.triad_gbps)
+      << ", \"max_err\": " << number(r.max_err)
+      << ", \"passed\": " << (r.passed ? "true" : "false");
+    if (r.kind != CaseKind::kRope)
+      o << ", \"flops\": " << number(r.flops) << ", \"gflops\": " << number(r.gflops)
+        << ", \"limit_gflops\": " << number(r.limit_gflops) << ", \"flops_ratio\": " << number(r.flops_ratio)
+        << ", \"bf16_dot_gflops\": " << number(r.bf16_dot_gflops) << ", \"tokens_per_s\": " << number(r.tokens_per_s);
+    if (r.kind == CaseKind::kGdrDecode)
+      o << ", \"state_gbps\": " << number(r.state_gbps) << ", \"state_ratio\": " << number(r.state_ratio);
+    if (r.has_overhead)
+      o << ", \"aclnn_call_s\": " << number(r.aclnn_call_s) << ", \"cpp_call_s\": " << number(r.cpp_call_s)
+        << ", \"aclnn_overhead_s\": " << number(r.aclnn_overhead_s)
+        << ", \"cpp_overhead_s\": " << number(r.cpp_overhead_s);
+    if (!r.check_note.empty()) o << ", \"check_note\": " << quoted(r.check_note);
+    if (!r.passed) o << ", \"message\": " << quoted(r.message);
+    o << "}" << (i + 1 < results.size() ? "," : "") << "\n";
+  }
+  o << "]\n";
+  std::ofstream f(path);
+  if (!f) return false;
+  f << o.str();
+  return static_cast<bool>(f);
+}
+
+}  // namespace bench
+}  // namespace txops

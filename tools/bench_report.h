@@ -1,0 +1,43 @@
+// bench_report.h — one measured case (CaseResult), the results table on stdout, and the JSON records
+// `txops bench --json FILE` writes (one object per case; field list in bench/README.md).
+#ifndef TXOPS_TOOLS_BENCH_REPORT_H_
+#define TXOPS_TOOLS_BENCH_REPORT_H_
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_case.h"
+#include "probes.h"
+
+namespace txops {
+namespace bench {
+
+struct CaseResult {
+  std::string suite, op, dtype, shape, check_note, message;
+  CaseKind kind = CaseKind::kRope;
+  int threads = 1;
+  bool passed = false;
+  double max_err = 0;
+  int reps = 0;
+  double time_min_s = 0, time_median_s = 0;
+  double bytes = 0, gbps = 0, limit_gbps = 0, ratio = 0;
+  double copy_gbps = 0, copy_nt_gbps = 0, triad_gbps = 0;  // the same-run probes behind limit_gbps
+  // gated delta rule
+  double flops = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, tokens_per_s = 0;
+  double state_gbps = 0, state_ratio = 0;  // decode
+  // per-call overhead (decode RoPE): medians of whole calls on the decode shape and on a minimal shape
+  bool has_overhead = false;
+  double aclnn_call_s = 0, cpp_call_s = 0, aclnn_overhead_s = 0, cpp_overhead_s = 0;
+};
+
+void print_table_header(FILE* out);
+void print_table_row(FILE* out, const CaseResult& r);
+void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute);
+// Writes the records (a JSON list, one object per case); false when the file cannot be written.
+bool write_json(const std::string& path, const std::vector<CaseResult>& results);
+
+}  // namespace bench
+}  // namespace txops
+
+#endif  // TXOPS_TOOLS_BENCH_REPORT_H_

@@ -1,0 +1,212 @@
+// bench_runner.cpp — the `txops bench` loop. For each selected case: build it (tensors filled with fixed
+// seeds), compute the fp64 reference once, then on each thread count: restore inputs, run once and check
+// (a failed status or an out-of-tolerance output fails the case), warm up, time adaptive repetitions and
+// divide by the probes measured in this process on the same thread count.
+#include "bench_runner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "bench_case.h"
+#include "bench_report.h"
+#include "probes.h"
+
+namespace txops {
+namespace bench {
+namespace {
+
+struct Timing {
+  double min_s = 0, median_s = 0;
+  int reps = 0;
+};
+
+// Times `fn` (after one warm-up call): `reps` calls, or when 0 as many as fit in ~target_s (bounded).
+template <class Fn>
+Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps) {
+  double t0 = now_seconds();
+  fn();
+  const double first = now_seconds() - t0;
+  if (reps <= 0) reps = static_cast<int>(std::min<double>(max_reps, std::max<double>(min_reps, target_s / std::max(first, 1e-9))));
+  std::vector<double> times(static_cast<size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    t0 = now_seconds();
+    fn();
+    times[i] = now_seconds() - t0;
+  }
+  std::sort(times.begin(), times.end());
+  Timing t;
+  t.reps = reps;
+  t.min_s = times.front();
+  t.median_s = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+  return t;
+}
+
+bool selected(const CaseSpec& s, const BenchOptions& o, Dims* dims) {
+  if (!o.op.empty() && s.op != o.op) return false;
+  if (!o.suite.empty() && s.suite != o.suite) return false;
+  if (o.has_dtype ? s.dtype != o.dtype : s.optional_dtype) return false;
+  *dims = s.dims;
+  if (!o.shape.empty()) {
+    Dims override_dims;
+    std::string error;
+    Dims::parse(o.shape, &override_dims, &error);
+    for (const auto& kv : override_dims.items()) {
+      if (!dims->has(kv.first)) return false;
+      dims->set(kv.first, kv.second);
+    }
+  }
+  return true;
+}
+
+struct Probes {
+  std::map<int, BandwidthProbe> bandwidth;
+  std::map<int, ComputeProbe> compute;
+};
+
+}  // namespace
+
+int run_bench(const BenchOptions& options) {
+  if (!options.shape.empty()) {
+    Dims d;
+    std::string error;
+    if (!Dims::parse(options.shape, &d, &error)) {
+      std::fprintf(stderr, "txops bench: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  std::vector<CaseSpec> all = rope_suites(options.quick);
+  for (CaseSpec& s : gdr_suites(options.quick)) all.push_back(std::move(s));
+  std::vector<std::pair<CaseSpec, Dims>> cases;
+  for (const CaseSpec& s : all) {
+    Dims d;
+    if (selected(s, options, &d)) cases.emplace_back(s, d);
+  }
+  if (options.list) {
+    for (const auto& c : cases)
+      std::printf("%-20s %-32s %-5s %s\n", c.first.suite.c_str(), c.first.op.c_str(), dtype_name(c.first.dtype),
+                  (c.second.str() + (c.first.variant.empty() ? "" : "," + c.first.variant)).c_str());
+    return 0;
+  }
+  if (cases.empty()) {
+    std::fprintf(stderr, "txops bench: no case matches the selection (see txops bench --help)\n");
+    std::printf("0 passed, 0 failed\n");
+    return 2;
+  }
+
+  // Probes first, on every thread count, in this process.
+  bool any_gdr = false;
+  for (const auto& c : cases) any_gdr = any_gdr || c.first.kind != CaseKind::kRope;
+  Probes probes;
+  const size_t array_bytes = options.quick ? (size_t{16} << 20) : default_probe_array_bytes();
+  for (int t : options.threads) {
+    std::fprintf(stderr, "probing memory bandwidth and compute peak on %d thread(s)...\n", t);
+    probes.bandwidth[t] = probe_bandwidth(t, array_bytes, options.quick ? 2 : 8);
+    if (any_gdr) probes.compute[t] = probe_compute(t, options.quick ? 0.02 : 0.1, options.quick ? 2 : 5);
+    print_probe_line(stdout, probes.bandwidth[t], any_gdr ? &probes.compute[t] : nullptr);
+  }
+  std::fflush(stdout);
+
+  const double target_s = options.quick ? 0.02 : 0.4;
+  std::vector<CaseResult> results;
+  print_table_header(stdout);
+  int index = 0, passed = 0, failed = 0;
+  const int total = static_cast<int>(cases.size());
+  for (const auto& entry : cases) {
+    const CaseSpec& spec = entry.first;
+    const Dims& dims = entry.second;
+    ++index;
+    const std::string shape = spec.variant.empty() ? dims.str() : dims.str() + "," + spec.variant;
+    std::fprintf(stderr, "[%d/%d] %s %s %s %s: preparing and computing the reference...\n", index, total,
+                 spec.suite.c_str(), spec.op.c_str(), dtype_name(spec.dtype), shape.c_str());
+    std::unique_ptr<BenchCase> bc;
+    std::string build_error;
+    try {
+      bc = spec.make(spec, dims);
+      bc->compute_reference();
+    } catch (const std::exception& e) {
+      build_error = std::string("cannot build the case: ") + e.what();
+    }
+    std::unique_ptr<BenchCase> minimal;
+    if (bc && !spec.overhead_dims.items().empty()) minimal = spec.make(spec, spec.overhead_dims);
+
+    for (int t : options.threads) {
+      CaseResult r;
+      r.suite = spec.suite;
+      r.op = spec.op;
+      r.dtype = dtype_name(spec.dtype);
+      r.shape = shape;
+      r.kind = spec.kind;
+      r.threads = t;
+      const BandwidthProbe& bw = probes.bandwidth[t];
+      r.limit_gbps = bw.limit_gbps();
+      r.copy_gbps = bw.copy_gbps;
+      r.copy_nt_gbps = bw.copy_nt_gbps;
+      r.triad_gbps = bw.triad_gbps;
+      if (!bc) {
+        r.message = build_error;
+      } else {
+        set_num_threads(t);
+        r.bytes = bc->bytes;
+        r.check_note = bc->check_note;
+        bc->reset();
+        const Status st = bc->run();
+        const CheckResult check = st.ok() ? bc->check() : failed_run(st);
+        r.passed = check.passed;
+        r.max_err = check.max_err;
+        r.message = check.message;
+        if (st.ok()) {
+          const bool small = bc->bytes < 4e6;
+          const Timing tm = time_calls([&] { (void)bc->run(); }, options.reps, target_s, small ? 20 : 3,
+                                       small ? 20000 : 200);
+          r.reps = tm.reps;
+          r.time_min_s = tm.min_s;
+          r.time_median_s = tm.median_s;
+          r.gbps = bc->bytes / tm.min_s * 1e-9;
+          r.ratio = r.limit_gbps > 0 ? r.gbps / r.limit_gbps : 0;
+          if (spec.kind != CaseKind::kRope) {
+            const ComputeProbe& cp = probes.compute[t];
+            r.flops = bc->flops;
+            r.gflops = bc->flops / tm.min_s * 1e-9;
+            r.limit_gflops = cp.fma_gflops;
+            r.bf16_dot_gflops = cp.bf16_dot_gflops;
+            r.flops_ratio = cp.fma_gflops > 0 ? r.gflops / cp.fma_gflops : 0;
+            r.tokens_per_s = bc->tokens / tm.min_s;
+          }
+          if (spec.kind == CaseKind::kGdrDecode) {
+            r.state_gbps = bc->state_bytes / tm.min_s * 1e-9;
+            r.state_ratio = r.limit_gbps > 0 ? r.state_gbps / r.limit_gbps : 0;
+          }
+          if (minimal && bc->has_aclnn()) {
+            const int calls = options.quick ? 200 : 5000;
+            r.has_overhead = true;
+            r.cpp_call_s = tm.median_s;
+            r.aclnn_call_s = time_calls([&] { (void)bc->run_aclnn(); }, 0, target_s, 20, calls).median_s;
+            r.cpp_overhead_s = time_calls([&] { (void)minimal->run(); }, calls, 0, 0, 0).median_s;
+            r.aclnn_overhead_s = time_calls([&] { (void)minimal->run_aclnn(); }, calls, 0, 0, 0).median_s;
+            const Status acl_st = bc->run_aclnn();
+            if (!acl_st.ok() && r.passed) {
+              r.passed = false;
+              r.message = "aclnn path: " + acl_st.message();
+            }
+          }
+        }
+      }
+      (r.passed ? passed : failed) += 1;
+      std::fprintf(stderr, "[%d/%d] %s %s %s threads=%d: %s\n", index, total, spec.suite.c_str(), spec.op.c_str(),
+                   r.dtype.c_str(), t, r.passed ? "ok" : ("FAILED: " + r.message).c_str());
+      print_table_row(stdout, r);
+      std::fflush(stdout);
+      results.push_back(r);
+    }
+  }
+  set_num_threads(0);
+  if (!options.json.empty() && !write_json(options.json, results))
+    std::fprintf(stderr, "txops bench: cannot write %s\n", options.json.c_str());
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace bench
+}  // namespace txops

@@ -1,0 +1,78 @@
+// bench_util.h — small pieces shared by the `txops bench` sources: 64-byte-aligned buffers, deterministic
+// random fills, a monotonic clock, and the KEY=VALUE shape strings cases are named and picked by.
+#ifndef TXOPS_TOOLS_BENCH_UTIL_H_
+#define TXOPS_TOOLS_BENCH_UTIL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "txops/txops.h"
+
+namespace txops {
+namespace bench {
+
+// Seconds on a monotonic clock.
+double now_seconds();
+
+// Owned, 64-byte-aligned, zero-initialised memory (pages touched once, so timings see no page faults).
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t bytes);
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  void copy_from(const Buffer& other);  // same size
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// A contiguous tensor: its buffer and a view over it.
+struct HostTensor {
+  Buffer buffer;
+  TensorView view;
+  HostTensor() = default;
+  HostTensor(DType dtype, std::vector<int64_t> shape);
+  size_t bytes() const { return buffer.bytes(); }
+};
+
+// Deterministic pseudo-random values (uniform in [lo, hi)), stored in the tensor's dtype.
+void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi);
+// cos(theta) / sin(theta) of deterministic angles, so repeated in-place rotations keep values bounded.
+void fill_cos_sin(HostTensor* cos, HostTensor* sin, uint64_t seed);
+// Rows of the last dimension scaled to unit L2 norm (the gated delta rule's q and k).
+void fill_unit_rows(HostTensor* t, uint64_t seed);
+
+// Ordered KEY=VALUE integer dimensions, e.g. "B=64,S=1,Nq=32,Nk=8,D=128".
+class Dims {
+ public:
+  Dims() = default;
+  Dims(std::initializer_list<std::pair<std::string, int64_t>> items) : items_(items) {}
+  bool has(const std::string& key) const;
+  int64_t get(const std::string& key) const;  // 0 when absent
+  void set(const std::string& key, int64_t value);
+  std::string str() const;
+  const std::vector<std::pair<std::string, int64_t>>& items() const { return items_; }
+  // Parses "K=V,K=V"; false (and *error set) on a malformed string.
+  static bool parse(const std::string& text, Dims* out, std::string* error);
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> items_;
+};
+
+// "bf16" / "fp16" / "fp32" -> dtype; false otherwise.
+bool parse_dtype(const std::string& name, DType* dtype);
+
+}  // namespace bench
+}  // namespace txops
+
+#endif  // TXOPS_TOOLS_BENCH_UTIL_H_

@@ -1,0 +1,225 @@
+// cases_gdr.cpp — the gated delta rule suites of shared/performance.md as bench cases: qwen3-next-prefill
+// (ChunkGatedDeltaRule, Nk=16, Nv=32, Dk=Dv=128: one sequence of T, B equal sequences, B ragged ones) and
+// qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool). bf16 by default (q, k,
+// v, beta, out and the states share the dtype; g is fp32); fp32 on request.
+// FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm. Bytes: every input and output once;
+// decode's state traffic counts each touched state read once and written once per token.
+// The fp64 token loop is slow for prefill shapes (~26 GFLOP), so the reference covers the first key heads
+// (and their value-head groups) within a fixed budget; heads are independent, so this checks the same code.
+#include <algorithm>
+#include <cmath>
+
+#include "bench_case.h"
+#include "ops/gated_delta_rule/reference.h"
+
+namespace txops {
+namespace bench {
+namespace {
+
+constexpr double kReferenceFlopBudget = 2.5e9;       // fp64 token-loop FLOPs per case
+constexpr double kReferenceStateElements = 24e6;     // doubles of reference state per case
+
+// A view of the first `heads` entries of axis `axis` (same strides, so it reads the op's own memory).
+TensorView narrow(const TensorView& v, int axis, int64_t heads) {
+  TensorView r = v;
+  r.shape[axis] = heads;
+  return r;
+}
+
+// Key heads the reference covers: as many as the budgets allow, at least one.
+int64_t reference_key_heads(int64_t Nk, int64_t Nv, double flops_all_heads, double state_elems_all_heads) {
+  double fraction = std::min(kReferenceFlopBudget / flops_all_heads, kReferenceStateElements / state_elems_all_heads);
+  int64_t kh = static_cast<int64_t>(fraction * Nk);
+  (void)Nv;
+  return std::max<int64_t>(1, std::min(kh, Nk));
+}
+
+std::string heads_note(int64_t kh, int64_t Nk, int64_t Nv) {
+  if (kh == Nk) return "";
+  return "reference on value heads [0," + std::to_string(kh * (Nv / Nk)) + ") of " + std::to_string(Nv);
+}
+
+// Sequence lengths summing to T: one sequence, B equal ones, or B ragged ones (fixed weights).
+std::vector<int32_t> sequence_lengths(int64_t T, int64_t B, const std::string& variant) {
+  std::vector<int32_t> lens(static_cast<size_t>(B), 0);
+  if (variant == "ragged") {
+    static const int weights[] = {37, 1, 2, 24, 5, 25, 4, 2};  // mixes long, short and one-token sequences
+    int64_t total_w = 0;
+    for (int64_t b = 0; b < B; ++b) total_w += weights[b % 8];
+    int64_t used = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      lens[b] = static_cast<int32_t>(T * weights[b % 8] / total_w);
+      used += lens[b];
+    }
+    lens[0] += static_cast<int32_t>(T - used);
+  } else {
+    for (int64_t b = 0; b < B; ++b) lens[b] = static_cast<int32_t>(T / B + (b < T % B ? 1 : 0));
+  }
+  return lens;
+}
+
+HostTensor int32_tensor(const std::vector<int32_t>& values) {
+  HostTensor t(DType::kI32, {static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), static_cast<int32_t*>(t.view.data));
+  return t;
+}
+
+double tb(const HostTensor& t) { return static_cast<double>(t.bytes()); }
+
+class ChunkGdrCase : public BenchCase {
+ public:
+  ChunkGdrCase(const CaseSpec& spec, const Dims& d) {
+    const int64_t T = d.get("T"), B = d.get("B"), Nk = d.get("Nk"), Nv = d.get("Nv"), Dk = d.get("Dk"),
+                  Dv = d.get("Dv");
+    const DType dt = spec.dtype;
+    q_ = HostTensor(dt, {T, Nk, Dk});
+    k_ = HostTensor(dt, {T, Nk, Dk});
+    v_ = HostTensor(dt, {T, Nv, Dv});
+    beta_ = HostTensor(dt, {T, Nv});
+    g_ = HostTensor(DType::kF32, {T, Nv});
+    init_ = HostTensor(dt, {B, Nv, Dv, Dk});
+    final_ = HostTensor(dt, {B, Nv, Dv, Dk});
+    out_ = HostTensor(dt, {T, Nv, Dv});
+    lens_ = int32_tensor(sequence_lengths(T, B, spec.variant));
+    fill_unit_rows(&q_, 51);
+    fill_unit_rows(&k_, 52);
+    fill_uniform(&v_, 53, -1, 1);
+    fill_uniform(&beta_, 54, 0.05f, 0.95f);
+    fill_uniform(&g_, 55, -0.2f, -0.001f);
+    fill_uniform(&init_, 56, -0.1f, 0.1f);
+    scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
+    tokens = T;
+    flops = 6.0 * Dk * Dv * T * Nv;
+    bytes = tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(init_) + tb(final_) + tb(out_) + tb(lens_);
+    kh_ = reference_key_heads(Nk, Nv, flops, static_cast<double>(B * Nv * Dv * Dk));
+    check_note = heads_note(kh_, Nk, Nv);
+    nvh_ = kh_ * (Nv / Nk);
+  }
+  void compute_reference() override {
+    const TensorView g = narrow(g_.view, 1, nvh_);
+    reference::chunk_gated_delta_rule(narrow(q_.view, 1, kh_), narrow(k_.view, 1, kh_), narrow(v_.view, 1, nvh_),
+                                      narrow(beta_.view, 1, nvh_), narrow(init_.view, 1, nvh_), lens_.view, &g,
+                                      scale_, &ref_out_, &ref_final_);
+  }
+  Status run() override {
+    return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view, scale_,
+                                  out_.view, final_.view);
+  }
+  CheckResult check() override {
+    CheckResult r;
+    r.passed = true;
+    accumulate_check("out", narrow(out_.view, 1, nvh_), ref_out_, "gdr_out", &r);
+    accumulate_check("final_state", narrow(final_.view, 1, nvh_), ref_final_, "gdr_state", &r);
+    return r;
+  }
+
+ private:
+  HostTensor q_, k_, v_, beta_, g_, init_, final_, out_, lens_;
+  float scale_;
+  int64_t kh_, nvh_;
+  std::vector<double> ref_out_, ref_final_;
+};
+
+class RecurrentGdrCase : public BenchCase {
+ public:
+  RecurrentGdrCase(const CaseSpec& spec, const Dims& d) {
+    const int64_t B = d.get("B"), Nk = d.get("Nk"), Nv = d.get("Nv"), Dk = d.get("Dk"), Dv = d.get("Dv"),
+                  pool = d.get("pool");
+    const int64_t T = B;  // one token per sequence
+    const DType dt = spec.dtype;
+    q_ = HostTensor(dt, {T, Nk, Dk});
+    k_ = HostTensor(dt, {T, Nk, Dk});
+    v_ = HostTensor(dt, {T, Nv, Dv});
+    beta_ = HostTensor(dt, {T, Nv});
+    g_ = HostTensor(DType::kF32, {T, Nv});
+    state_ = HostTensor(dt, {pool, Nv, Dv, Dk});
+    state0_ = HostTensor(dt, {pool, Nv, Dv, Dk});
+    out_ = HostTensor(dt, {T, Nv, Dv});
+    lens_ = int32_tensor(std::vector<int32_t>(static_cast<size_t>(B), 1));
+    std::vector<int32_t> slots(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) slots[t] = static_cast<int32_t>((t * 97 + 5) % pool);  // distinct when pool >= T
+    slots_ = int32_tensor(slots);
+    fill_unit_rows(&q_, 61);
+    fill_unit_rows(&k_, 62);
+    fill_uniform(&v_, 63, -1, 1);
+    fill_uniform(&beta_, 64, 0.05f, 0.95f);
+    fill_uniform(&g_, 65, -0.2f, -0.001f);
+    fill_uniform(&state0_, 66, -0.1f, 0.1f);
+    reset();
+    scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
+    tokens = T;
+    flops = 6.0 * Dk * Dv * T * Nv;
+    state_bytes = 2.0 * T * Nv * Dv * Dk * dtype_size(dt);
+    bytes = state_bytes + tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(out_) + tb(lens_) + tb(slots_);
+    kh_ = reference_key_heads(Nk, Nv, flops, static_cast<double>(pool * Nv * Dv * Dk));
+    check_note = heads_note(kh_, Nk, Nv);
+    nvh_ = kh_ * (Nv / Nk);
+  }
+  void compute_reference() override {
+    const TensorView g = narrow(g_.view, 1, nvh_);
+    reference::recurrent_gated_delta_rule(narrow(q_.view, 1, kh_), narrow(k_.view, 1, kh_),
+                                          narrow(v_.view, 1, nvh_), narrow(beta_.view, 1, nvh_),
+                                          narrow(state0_.view, 1, nvh_), lens_.view, slots_.view, &g, nullptr,
+                                          nullptr, scale_, &ref_out_, &ref_state_);
+  }
+  void reset() override { state_.buffer.copy_from(state0_.buffer); }
+  Status run() override {
+    return recurrent_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, state_.view, lens_.view, slots_.view,
+                                      &g_.view, nullptr, nullptr, scale_, out_.view);
+  }
+  CheckResult check() override {
+    CheckResult r;
+    r.passed = true;
+    accumulate_check("out", narrow(out_.view, 1, nvh_), ref_out_, "gdr_out", &r);
+    accumulate_check("state", narrow(state_.view, 1, nvh_), ref_state_, "gdr_state", &r);
+    return r;
+  }
+
+ private:
+  HostTensor q_, k_, v_, beta_, g_, state_, state0_, out_, lens_, slots_;
+  float scale_;
+  int64_t kh_, nvh_;
+  std::vector<double> ref_out_, ref_state_;
+};
+
+template <class Case>
+std::unique_ptr<BenchCase> make_case(const CaseSpec& spec, const Dims& dims) {
+  return std::unique_ptr<BenchCase>(new Case(spec, dims));
+}
+
+}  // namespace
+
+std::vector<CaseSpec> gdr_suites(bool quick) {
+  std::vector<CaseSpec> specs;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    struct Prefill { const char* variant; int64_t T, B; };
+    const Prefill prefill[] = {{"one_sequence", 8192, 1}, {"equal", 8192, 8}, {"ragged", 8192, 8}};
+    for (const Prefill& p : prefill) {
+      CaseSpec s;
+      s.suite = "qwen3-next-prefill";
+      s.op = "chunk_gated_delta_rule";
+      s.kind = CaseKind::kGdrPrefill;
+      s.variant = p.variant;
+      s.dtype = dt;
+      s.optional_dtype = dt != DType::kBF16;
+      s.dims = quick ? Dims{{"T", 160}, {"B", p.B}, {"Nk", 2}, {"Nv", 4}, {"Dk", 32}, {"Dv", 32}}
+                     : Dims{{"T", p.T}, {"B", p.B}, {"Nk", 16}, {"Nv", 32}, {"Dk", 128}, {"Dv", 128}};
+      s.make = make_case<ChunkGdrCase>;
+      specs.push_back(s);
+    }
+    CaseSpec s;
+    s.suite = "qwen3-next-decode";
+    s.op = "recurrent_gated_delta_rule";
+    s.kind = CaseKind::kGdrDecode;
+    s.dtype = dt;
+    s.optional_dtype = dt != DType::kBF16;
+    s.dims = quick ? Dims{{"B", 4}, {"Nk", 2}, {"Nv", 4}, {"Dk", 32}, {"Dv", 32}, {"pool", 16}}
+                   : Dims{{"B", 64}, {"Nk", 16}, {"Nv", 32}, {"Dk", 128}, {"Dv", 128}, {"pool", 256}};
+    s.make = make_case<RecurrentGdrCase>;
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+}  // namespace bench
+}  // namespace txops

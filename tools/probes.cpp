@@ -1,0 +1,133 @@
+// probes.cpp — running the probe kernels (probe_kernels.cpp) on N threads with static, balanced ranges, and
+// turning times into GB/s and GFLOP/s. Bytes are STREAM's: copy = 2 x array, triad = 3 x array (the
+// write-allocate read of ordinary stores is not counted, which is why the non-temporal copy is usually faster).
+#include "probes.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "bench_util.h"
+#include "core/parallel.h"
+#include "txops/txops.h"
+
+namespace txops {
+namespace bench {
+
+size_t default_probe_array_bytes() {
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = 32L << 20;
+  size_t bytes = static_cast<size_t>(llc) * 8;
+  bytes = std::max(bytes, static_cast<size_t>(64) << 20);
+  bytes = std::min(bytes, static_cast<size_t>(512) << 20);
+  return bytes / 4096 * 4096;
+}
+
+namespace {
+
+// Runs fn(begin, end) on `threads` threads over balanced ranges of [0, n) (multiples of 64 floats) and
+// returns the wall time of the slowest.
+template <class Fn>
+double timed_parallel(int threads, size_t n, Fn fn) {
+  const int64_t blocks = static_cast<int64_t>((n + 63) / 64);
+  const double t0 = now_seconds();
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t b, e;
+    balanced_range(blocks, omp_get_num_threads(), omp_get_thread_num(), &b, &e);
+    fn(std::min(n, static_cast<size_t>(b) * 64), std::min(n, static_cast<size_t>(e) * 64));
+  }
+  return now_seconds() - t0;
+}
+
+}  // namespace
+
+BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes) {
+  BandwidthProbe r;
+  r.threads = threads;
+  r.array_bytes = array_bytes;
+  const size_t n = array_bytes / sizeof(float);
+  Buffer a(array_bytes), b(array_bytes), c(array_bytes);
+  float* pa = static_cast<float*>(a.data());
+  float* pb = static_cast<float*>(b.data());
+  float* pc = static_cast<float*>(c.data());
+  timed_parallel(threads, n, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) {
+      pb[i] = 1.0f;
+      pc[i] = 2.0f;
+    }
+  });
+  const ProbeIsa isa = probe_isa();
+  double best_copy = 1e30, best_nt = 1e30, best_triad = 1e30;
+  for (int p = 0; p < passes; ++p) {
+    best_copy = std::min(best_copy, timed_parallel(threads, n, [&](size_t lo, size_t hi) {
+      copy_stores(pa, pb, lo, hi, isa);
+    }));
+    best_nt = std::min(best_nt, timed_parallel(threads, n, [&](size_t lo, size_t hi) {
+      copy_streaming(pa, pb, lo, hi, isa);
+    }));
+    best_triad = std::min(best_triad, timed_parallel(threads, n, [&](size_t lo, size_t hi) {
+      triad(pa, pb, pc, 3.0f, lo, hi, isa);
+    }));
+  }
+  const double bytes = static_cast<double>(n) * sizeof(float);
+  r.copy_gbps = 2 * bytes / best_copy * 1e-9;
+  r.copy_nt_gbps = 2 * bytes / best_nt * 1e-9;
+  r.triad_gbps = 3 * bytes / best_triad * 1e-9;
+  return r;
+}
+
+namespace {
+
+// FLOP/s of `loop(iterations)` run on every thread at once: calibrates iterations to ~seconds, best of passes.
+template <class Loop>
+double peak_gflops(int threads, double seconds, int passes, Loop loop) {
+  float sink = 0;
+  long iterations = 1 << 14;
+  for (;;) {  // calibrate on one thread
+    const double t0 = now_seconds();
+    loop(iterations, &sink);
+    const double dt = now_seconds() - t0;
+    if (dt > seconds * 0.25 || iterations > (1L << 34)) {
+      iterations = static_cast<long>(iterations * (seconds / std::max(dt, 1e-6)));
+      break;
+    }
+    iterations *= 4;
+  }
+  iterations = std::max(iterations, 1L << 12);
+  double best = 0;
+  for (int p = 0; p < passes; ++p) {
+    double flops = 0;
+    const double t0 = now_seconds();
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+    {
+      float local = 0;
+      flops += loop(iterations, &local);
+#pragma omp atomic
+      sink += local;
+    }
+    const double dt = now_seconds() - t0;
+    best = std::max(best, flops / dt * 1e-9);
+  }
+  if (sink == 12345.678f) best += 0;  // keep the sink alive
+  return best;
+}
+
+}  // namespace
+
+ComputeProbe probe_compute(int threads, double seconds_per_pass, int passes) {
+  ComputeProbe r;
+  r.threads = threads;
+  const ProbeIsa isa = probe_isa();
+  r.isa = isa == ProbeIsa::kAvx512 ? "avx512" : isa == ProbeIsa::kAvx2 ? "avx2" : "scalar";
+  r.fma_gflops = peak_gflops(threads, seconds_per_pass, passes,
+                             [isa](long it, float* sink) { return fma_loop(it, isa, sink); });
+  if (isa == ProbeIsa::kAvx512 && cpu_has_avx512_bf16())
+    r.bf16_dot_gflops = peak_gflops(threads, seconds_per_pass, passes,
+                                    [](long it, float* sink) { return bf16_dot_loop(it, sink); });
+  return r;
+}
+
+}  // namespace bench
+}  // namespace txops

@@ -1,0 +1,52 @@
+// probes.h — same-run machine limits that `txops bench` divides by: a STREAM-like memory bandwidth probe
+// (copy with ordinary stores, copy with non-temporal stores, triad) and a compute peak probe (fp32 FMA with
+// enough independent accumulators, plus the bf16 dot product vdpbf16ps where the CPU has it). Each runs on
+// a given thread count, the same count as the op it is compared with.
+#ifndef TXOPS_TOOLS_PROBES_H_
+#define TXOPS_TOOLS_PROBES_H_
+
+#include <cstddef>
+#include <string>
+
+namespace txops {
+namespace bench {
+
+struct BandwidthProbe {
+  int threads = 1;
+  size_t array_bytes = 0;   // size of each array
+  double copy_gbps = 0;     // (read + write) / time, ordinary stores (write-allocate not counted)
+  double copy_nt_gbps = 0;  // same, non-temporal (streaming) stores
+  double triad_gbps = 0;    // a = b + s*c: (2 reads + 1 write) / time
+  double limit_gbps() const { return copy_nt_gbps > copy_gbps ? copy_nt_gbps : copy_gbps; }
+};
+
+struct ComputeProbe {
+  int threads = 1;
+  std::string isa;               // the vector width used: "avx512", "avx2" or "scalar"
+  double fma_gflops = 0;         // fp32 FMA, 2 FLOPs per lane per instruction
+  double bf16_dot_gflops = 0;    // vdpbf16ps, 4 FLOPs per fp32 lane per instruction; 0 when unavailable
+};
+
+// Arrays of `array_bytes` each (pick far larger than the last-level cache); best of `passes` passes.
+BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes);
+// Array size the bench uses: 8x the last-level cache, at least 64 MiB, at most 512 MiB.
+size_t default_probe_array_bytes();
+
+// Each measurement runs about `seconds_per_pass`; best of `passes`.
+ComputeProbe probe_compute(int threads, double seconds_per_pass, int passes);
+
+// ---- kernels (probe_kernels.cpp, compiled per ISA with target attributes). [begin, end) in floats. ----
+enum class ProbeIsa { kScalar, kAvx2, kAvx512 };
+ProbeIsa probe_isa();  // the widest the CPU has, capped by txops' active ISA
+void copy_stores(float* dst, const float* src, size_t begin, size_t end, ProbeIsa isa);
+void copy_streaming(float* dst, const float* src, size_t begin, size_t end, ProbeIsa isa);
+void triad(float* a, const float* b, const float* c, float s, size_t begin, size_t end, ProbeIsa isa);
+// Runs `iterations` rounds of independent FMAs (or vdpbf16ps); returns FLOPs done. The sink defeats dead-code
+// elimination.
+double fma_loop(long iterations, ProbeIsa isa, float* sink);
+double bf16_dot_loop(long iterations, float* sink);  // requires AVX512_BF16
+
+}  // namespace bench
+}  // namespace txops
+
+#endif  // TXOPS_TOOLS_PROBES_H_
