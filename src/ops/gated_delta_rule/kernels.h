@@ -1,0 +1,49 @@
+// kernels.h — the interface between plan.cpp and the Highway kernels of the gated delta rule
+// (kernels_recurrent.cpp): the plan a kernel runs, and the per-ISA entry points chosen with TXOPS_SELECT_KERNEL.
+#ifndef TXOPS_OPS_GATED_DELTA_RULE_KERNELS_H_
+#define TXOPS_OPS_GATED_DELTA_RULE_KERNELS_H_
+
+#include <cstdint>
+
+#include "ops/gated_delta_rule/args.h"
+
+namespace txops {
+
+// Tokens packed (as fp32) per step of the row-fused recurrent kernel.
+constexpr int64_t kGdrTokenBlock = 64;
+
+// How one ISA lays out a state row: Dk padded to a whole number of vectors; `register_rows` > 0 when a
+// register-resident micro-kernel exists for that width (rows kept in registers across a token block).
+struct GdrRowLayout {
+  int64_t key_dim_padded = 0;
+  int64_t vectors_per_row = 0;
+  int register_rows = 0;  // 0: the generic in-memory row loop
+};
+
+struct GdrPlan {
+  GdrProblem problem;
+  GdrRowLayout layout;
+  int threads = 1;
+  bool direct_state = false;       // decode: rows read/written straight from/to the pool (no fp32 staging)
+  bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
+  int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only
+  int64_t scratch_floats = 0;      // per thread
+  int64_t snapshot_bytes = 0;      // decode with slot conflicts: start states copied before any write
+};
+
+// Per-ISA entry points (kernels_recurrent.cpp).
+using GdrLayoutFn = GdrRowLayout(int64_t key_dim);
+// Runs items [begin, end) of the plan; `scratch` holds plan.scratch_floats floats (64-byte aligned);
+// `snapshot` the start states (heads_only plans) or null.
+using GdrRunItemsFn = void(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot);
+// Copies the start state of every sequence into `snapshot` (B, Nv, Dv, Dk) in the pool's dtype, for [begin, end)
+// of the B * Nv (sequence, head) pairs.
+using GdrSnapshotFn = void(const GdrPlan& plan, int64_t begin, int64_t end, void* snapshot);
+
+GdrLayoutFn* select_gdr_layout(Isa isa);
+GdrRunItemsFn* select_gdr_run_items(Isa isa);
+GdrSnapshotFn* select_gdr_snapshot(Isa isa);
+
+}  // namespace txops
+
+#endif  // TXOPS_OPS_GATED_DELTA_RULE_KERNELS_H_

@@ -1,0 +1,415 @@
+// kernels_recurrent.cpp — the row-fused recurrent kernel of the gated delta rule, for prefill and decode
+// (Highway: AVX3, AVX2, SCALAR). Row i of S depends only on row i and the token's k, q, v_i, beta, decay, so a
+// block of R rows stays in registers across a block of up to kGdrTokenBlock tokens:
+//   sk = S_r . (a ⊙ k)          (a: the decay, scalar exp(g) or per column exp(g + gk))
+//   c  = beta (v_r - sk)
+//   S_r = c k + a ⊙ S_r;  o_r = S_r . (q scale)
+// Inputs of a token block are first packed to fp32 (any strides, padded to whole vectors); S is either staged
+// in an fp32 buffer (prefill; decode fallback) or, for decode, read from and written to the pool directly
+// (bf16 or fp32 rows), once per token. Every output element is computed by one item in a fixed order, so
+// results do not depend on the thread count.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_recurrent.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/simd_convert-inl.h"
+#include "ops/gated_delta_rule/kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Vector registers a row block may hold (the rest: accumulators, broadcasts, loads).
+constexpr int kRegisterBudget = (HWY_TARGET == HWY_AVX2) ? 8 : 16;
+
+// Packed fp32 inputs of one token block of one (sequence, value head); rows of key_dim_padded floats.
+struct TokenPack {
+  int64_t dkp = 0, dv = 0;
+  float* key = nullptr;          // k
+  float* decayed_key = nullptr;  // a ⊙ k
+  float* decay = nullptr;        // per-column decay (gk present), else null
+  float* alpha = nullptr;        // scalar decay per token (gk absent)
+  float* query = nullptr;        // q * scale
+  float* value = nullptr;        // n x dv
+  float* beta = nullptr;         // n
+  float* out = nullptr;          // n x dv results
+};
+
+// ---- loads and stores of a row of `count` elements with element stride `stride`, padded with zeros ----
+template <class T>
+void LoadRowF32(const T* src, int64_t stride, int64_t count, int64_t padded, float* dst) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  if (stride == 1)
+    for (; j + N <= count; j += N) hn::StoreU(LoadF32(df, src + j), df, dst + j);
+  for (; j < count; ++j) dst[j] = LoadScalarF32(src + j * stride);
+  for (; j < padded; ++j) dst[j] = 0.0f;
+}
+
+template <class T>
+void StoreRowF32(const float* src, int64_t count, T* dst, int64_t stride) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  if (stride == 1)
+    for (; j + N <= count; j += N) StoreF32(df, hn::LoadU(df, src + j), dst + j);
+  for (; j < count; ++j) StoreScalarF32(src[j], dst + j * stride);
+}
+
+template <class T>
+const T* Element(const TensorView& v, int64_t i0, int64_t i1) {
+  return static_cast<const T*>(v.data) + i0 * v.strides[0] + i1 * v.strides[1];
+}
+
+// Packs tokens [t0, t0 + n) of value head h.
+template <class TA>
+void PackTokens(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const TokenPack& pack) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t hk = h / p.heads_per_key_head(), dk = p.key_dim, dkp = pack.dkp;
+  const VF scale = hn::Set(df, p.scale);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = t0 + i;
+    float* k = pack.key + i * dkp;
+    float* ak = pack.decayed_key + i * dkp;
+    float* q = pack.query + i * dkp;
+    LoadRowF32(Element<TA>(p.key, t, hk), p.key.strides[2], dk, dkp, k);
+    LoadRowF32(Element<TA>(p.query, t, hk), p.query.strides[2], dk, dkp, q);
+    for (int64_t j = 0; j < dkp; j += N) hn::StoreU(hn::Mul(hn::LoadU(df, q + j), scale), df, q + j);
+    LoadRowF32(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, p.value_dim, pack.value + i * pack.dv);
+    pack.beta[i] = LoadScalarF32(Element<TA>(p.beta, t, h));
+    const float g = p.has_g ? *Element<float>(p.g, t, h) : 0.0f;
+    if (pack.decay) {
+      float* a = pack.decay + i * dkp;
+      const float* gk = Element<float>(p.gk, t, h);
+      for (int64_t j = 0; j < dk; ++j)
+        a[j] = static_cast<float>(std::exp(static_cast<double>(g) + gk[j * p.gk.strides[2]]));
+      for (int64_t j = dk; j < dkp; ++j) a[j] = 0.0f;
+      for (int64_t j = 0; j < dkp; j += N) hn::StoreU(hn::Mul(hn::LoadU(df, a + j), hn::LoadU(df, k + j)), df, ak + j);
+    } else {
+      const float alpha = p.has_g ? std::exp(g) : 1.0f;
+      pack.alpha[i] = alpha;
+      const VF va = hn::Set(df, alpha);
+      for (int64_t j = 0; j < dkp; j += N) hn::StoreU(hn::Mul(hn::LoadU(df, k + j), va), df, ak + j);
+    }
+  }
+}
+
+// Writes the block's outputs (n x dv fp32) to out[t0 + i, h, :].
+template <class TA>
+void StoreOutputs(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const float* out_block) {
+  for (int64_t i = 0; i < n; ++i) {
+    TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
+    StoreRowF32(out_block + i * p.value_dim, p.value_dim, dst, p.out.strides[2]);
+  }
+}
+
+// ---- the register-resident micro-kernel: R rows of NV vectors through tokens [0, n) ----
+// s_in / s_out: row `row0` of the state (row stride in elements); token_out[i] (may be null): where token i's
+// state goes (row 0 of that head; same row stride as s_out).
+template <int R, int NV, class TS>
+HWY_NOINLINE void RowBlockTokens(const TokenPack& tp, int64_t n, int64_t row0, const TS* s_in, int64_t in_stride,
+                                 TS* s_out, TS* const* token_out, int64_t out_stride) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF s[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < NV; ++j) s[r][j] = LoadF32(df, s_in + r * in_stride + j * N);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* k = tp.key + i * tp.dkp;
+    const float* ak = tp.decayed_key + i * tp.dkp;
+    const float* q = tp.query + i * tp.dkp;
+    const float* v = tp.value + i * tp.dv + row0;
+    float c[R];
+    for (int r = 0; r < R; ++r) {
+      VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+      for (int j = 0; j + 1 < NV; j += 2) {
+        acc0 = hn::MulAdd(s[r][j], hn::LoadU(df, ak + j * N), acc0);
+        acc1 = hn::MulAdd(s[r][j + 1], hn::LoadU(df, ak + (j + 1) * N), acc1);
+      }
+      if (NV % 2) acc0 = hn::MulAdd(s[r][NV - 1], hn::LoadU(df, ak + (NV - 1) * N), acc0);
+      c[r] = tp.beta[i] * (v[r] - hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1))));
+    }
+    if (tp.decay) {
+      const float* a = tp.decay + i * tp.dkp;
+      for (int j = 0; j < NV; ++j) {
+        const VF aj = hn::LoadU(df, a + j * N);
+        for (int r = 0; r < R; ++r) s[r][j] = hn::Mul(s[r][j], aj);
+      }
+    } else {
+      const VF alpha = hn::Set(df, tp.alpha[i]);
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < NV; ++j) s[r][j] = hn::Mul(s[r][j], alpha);
+    }
+    float* o = tp.out + i * tp.dv + row0;
+    for (int r = 0; r < R; ++r) {
+      const VF cr = hn::Set(df, c[r]);
+      VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+      for (int j = 0; j < NV; ++j) {
+        s[r][j] = hn::MulAdd(cr, hn::LoadU(df, k + j * N), s[r][j]);
+        if (j % 2 == 0) {
+          acc0 = hn::MulAdd(s[r][j], hn::LoadU(df, q + j * N), acc0);
+        } else {
+          acc1 = hn::MulAdd(s[r][j], hn::LoadU(df, q + j * N), acc1);
+        }
+      }
+      o[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+    }
+    if (token_out != nullptr && token_out[i] != nullptr) {
+      TS* dst = token_out[i] + row0 * out_stride;
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < NV; ++j) StoreF32(df, s[r][j], dst + r * out_stride + j * N);
+    }
+  }
+  if (s_out != nullptr)
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < NV; ++j) StoreF32(df, s[r][j], s_out + r * out_stride + j * N);
+}
+
+template <int NV>
+constexpr int RowsFor() {
+  return kRegisterBudget / NV >= 4 ? 4 : (kRegisterBudget / NV >= 1 ? kRegisterBudget / NV : 1);
+}
+
+// All Dv rows, R at a time then one at a time. `s_in`, `s_out` point at row 0 of the head.
+template <int NV, class TS>
+void AllRowsTokens(const TokenPack& tp, int64_t n, const TS* s_in, int64_t in_stride, TS* s_out,
+                   TS* const* token_out, int64_t out_stride) {
+  constexpr int R = RowsFor<NV>();
+  int64_t row = 0;
+  for (; row + R <= tp.dv; row += R)
+    RowBlockTokens<R, NV, TS>(tp, n, row, s_in + row * in_stride, in_stride, s_out ? s_out + row * out_stride : nullptr,
+                              token_out, out_stride);
+  for (; row < tp.dv; ++row)
+    RowBlockTokens<1, NV, TS>(tp, n, row, s_in + row * in_stride, in_stride, s_out ? s_out + row * out_stride : nullptr,
+                              token_out, out_stride);
+}
+
+template <class TS>
+void RegisterRowsTokens(int64_t vectors, const TokenPack& tp, int64_t n, const TS* s_in, int64_t in_stride,
+                        TS* s_out, TS* const* token_out, int64_t out_stride) {
+  switch (vectors) {
+    case 1: return AllRowsTokens<1, TS>(tp, n, s_in, in_stride, s_out, token_out, out_stride);
+    case 2: return AllRowsTokens<2, TS>(tp, n, s_in, in_stride, s_out, token_out, out_stride);
+    case 4: return AllRowsTokens<4, TS>(tp, n, s_in, in_stride, s_out, token_out, out_stride);
+    case 8: return AllRowsTokens<8, TS>(tp, n, s_in, in_stride, s_out, token_out, out_stride);
+#if HWY_TARGET != HWY_AVX2
+    case 16: return AllRowsTokens<16, TS>(tp, n, s_in, in_stride, s_out, token_out, out_stride);
+#endif
+    default: HWY_ASSERT(false);
+  }
+}
+
+// ---- the generic kernel: fp32 rows in memory (any width; the SCALAR target and wide rows) ----
+void GenericRowsTokens(const TokenPack& tp, int64_t n, float* state) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t row = 0; row < tp.dv; ++row) {
+    float* s = state + row * tp.dkp;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* k = tp.key + i * tp.dkp;
+      const float* ak = tp.decayed_key + i * tp.dkp;
+      const float* q = tp.query + i * tp.dkp;
+      VF acc = hn::Zero(df);
+      for (int64_t j = 0; j < tp.dkp; j += N) acc = hn::MulAdd(hn::LoadU(df, s + j), hn::LoadU(df, ak + j), acc);
+      const float c = tp.beta[i] * (tp.value[i * tp.dv + row] - hn::GetLane(hn::SumOfLanes(df, acc)));
+      const VF cv = hn::Set(df, c);
+      const VF alpha = hn::Set(df, tp.decay ? 0.0f : tp.alpha[i]);
+      VF out = hn::Zero(df);
+      for (int64_t j = 0; j < tp.dkp; j += N) {
+        const VF a = tp.decay ? hn::LoadU(df, tp.decay + i * tp.dkp + j) : alpha;
+        const VF updated = hn::MulAdd(cv, hn::LoadU(df, k + j), hn::Mul(hn::LoadU(df, s + j), a));
+        hn::StoreU(updated, df, s + j);
+        out = hn::MulAdd(updated, hn::LoadU(df, q + j), out);
+      }
+      tp.out[i * tp.dv + row] = hn::GetLane(hn::SumOfLanes(df, out));
+    }
+  }
+}
+
+// ---- per (sequence, head) drivers ----
+// Where a head's state lives: element (row, col) at base + row * row_stride + col * col_stride.
+template <class TS>
+struct HeadState {
+  TS* base;
+  int64_t row_stride, col_stride;
+};
+
+template <class TS>
+HeadState<TS> PoolHead(const TensorView& pool, int64_t slot, int64_t h) {
+  return {static_cast<TS*>(pool.data) + slot * pool.strides[0] + h * pool.strides[1], pool.strides[2],
+          pool.strides[3]};
+}
+
+// The start state of sequence b, head h: its pool slot, or its copy in the snapshot (B, Nv, Dv, Dk).
+template <class TS>
+HeadState<TS> StartState(const GdrPlan& plan, int64_t b, int64_t h, const void* snapshot) {
+  const GdrProblem& p = plan.problem;
+  if (snapshot != nullptr) {
+    TS* base = const_cast<TS*>(static_cast<const TS*>(snapshot)) + (b * p.num_value_heads + h) * p.value_dim * p.key_dim;
+    return {base, p.key_dim, 1};
+  }
+  return PoolHead<TS>(p.state_in, p.read_slot[b], h);
+}
+
+template <class TS>
+void StageIn(const HeadState<TS>& src, const GdrProblem& p, int64_t dkp, float* dst) {
+  for (int64_t r = 0; r < p.value_dim; ++r)
+    LoadRowF32(src.base + r * src.row_stride, src.col_stride, p.key_dim, dkp, dst + r * dkp);
+}
+
+template <class TS>
+void StageOut(const float* src, const GdrProblem& p, int64_t dkp, const HeadState<TS>& dst) {
+  for (int64_t r = 0; r < p.value_dim; ++r)
+    StoreRowF32(src + r * dkp, p.key_dim, dst.base + r * dst.row_stride, dst.col_stride);
+}
+
+// Scratch layout of one thread (floats): the staged state, then the token pack.
+TokenPack CarveScratch(const GdrPlan& plan, float* scratch, float** staged_state) {
+  const int64_t dkp = plan.layout.key_dim_padded, dv = plan.problem.value_dim, tb = kGdrTokenBlock;
+  TokenPack tp;
+  tp.dkp = dkp;
+  tp.dv = dv;
+  float* cursor = scratch;
+  auto take = [&cursor](int64_t floats) {
+    float* p = cursor;
+    cursor += (floats + 15) / 16 * 16;
+    return p;
+  };
+  *staged_state = take(dv * dkp);
+  tp.key = take(tb * dkp);
+  tp.decayed_key = take(tb * dkp);
+  tp.query = take(tb * dkp);
+  tp.decay = plan.problem.has_gk ? take(tb * dkp) : nullptr;
+  tp.alpha = take(tb);
+  tp.value = take(tb * dv);
+  tp.beta = take(tb);
+  tp.out = take(tb * dv);
+  return tp;
+}
+
+// One (sequence, head): prefill or decode, staged or direct.
+template <class TA, class TS>
+void RunSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratch, const void* snapshot) {
+  const GdrProblem& p = plan.problem;
+  const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1], dkp = plan.layout.key_dim_padded;
+  float* staged = nullptr;
+  const TokenPack tp = CarveScratch(plan, scratch, &staged);
+  const HeadState<TS> start = t_end > t_begin || !p.decode ? StartState<TS>(plan, b, h, snapshot) : HeadState<TS>{};
+
+  if (plan.direct_state) {  // decode, rows straight from / to the pool (whole sequence in one token block)
+    if (t_end == t_begin) return;
+    TS* token_out[kGdrTokenBlock] = {};
+    for (int64_t t = t_begin; t < t_end; ++t) token_out[t - t_begin] = PoolHead<TS>(p.state_out, p.write_slot[t], h).base;
+    PackTokens<TA>(p, h, t_begin, t_end - t_begin, tp);
+    RegisterRowsTokens<TS>(plan.layout.vectors_per_row, tp, t_end - t_begin, start.base, start.row_stride, nullptr,
+                           token_out, p.state_out.strides[2]);
+    StoreOutputs<TA>(p, h, t_begin, t_end - t_begin, tp.out);
+    return;
+  }
+
+  if (p.decode && t_end == t_begin) return;
+  StageIn(start, p, dkp, staged);
+  // Decode writes each token's state to its slot, so it steps one token at a time; prefill a block at a time.
+  const int64_t step = p.decode ? 1 : kGdrTokenBlock;
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += step) {
+    const int64_t n = t_end - t0 < step ? t_end - t0 : step;
+    PackTokens<TA>(p, h, t0, n, tp);
+    if (plan.layout.register_rows > 0) {
+      RegisterRowsTokens<float>(plan.layout.vectors_per_row, tp, n, staged, dkp, staged, nullptr, dkp);
+    } else {
+      GenericRowsTokens(tp, n, staged);
+    }
+    StoreOutputs<TA>(p, h, t0, n, tp.out);
+    if (p.decode) StageOut(staged, p, dkp, PoolHead<TS>(p.state_out, p.write_slot[t0], h));
+  }
+  if (!p.decode) StageOut(staged, p, dkp, PoolHead<TS>(p.state_out, b, h));
+}
+
+template <class TA, class TS>
+void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot) {
+  const GdrProblem& p = plan.problem;
+  for (int64_t item = begin; item < end; ++item) {
+    if (plan.heads_only) {  // item = head; sequences in order
+      for (int64_t b = 0; b < p.batch; ++b) RunSequenceHead<TA, TS>(plan, b, item, scratch, snapshot);
+    } else {  // item = (sequence, head)
+      RunSequenceHead<TA, TS>(plan, item / p.num_value_heads, item % p.num_value_heads, scratch, snapshot);
+    }
+  }
+}
+
+template <class TS>
+void RunItemsState(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot) {
+  switch (plan.problem.query.dtype) {
+    case DType::kBF16: return RunItemsTyped<hwy::bfloat16_t, TS>(plan, begin, end, scratch, snapshot);
+    case DType::kF16: return RunItemsTyped<hwy::float16_t, TS>(plan, begin, end, scratch, snapshot);
+    default: return RunItemsTyped<float, TS>(plan, begin, end, scratch, snapshot);
+  }
+}
+
+}  // namespace
+
+GdrRowLayout GdrLayout(int64_t key_dim) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  GdrRowLayout layout;
+  layout.vectors_per_row = (key_dim + N - 1) / N;
+  if (N > 1) {
+    for (int64_t bucket = 1; bucket <= kRegisterBudget; bucket *= 2) {
+      if (layout.vectors_per_row <= bucket) {
+        layout.vectors_per_row = bucket;
+        layout.register_rows = static_cast<int>(kRegisterBudget / bucket >= 4 ? 4 : kRegisterBudget / bucket);
+        break;
+      }
+    }
+  }
+  layout.key_dim_padded = layout.vectors_per_row * N;
+  return layout;
+}
+
+void GdrRunItems(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot) {
+  if (plan.problem.state_in.dtype == DType::kBF16) {
+    RunItemsState<hwy::bfloat16_t>(plan, begin, end, scratch, snapshot);
+  } else {
+    RunItemsState<float>(plan, begin, end, scratch, snapshot);
+  }
+}
+
+void GdrSnapshot(const GdrPlan& plan, int64_t begin, int64_t end, void* snapshot) {
+  const GdrProblem& p = plan.problem;
+  const size_t elem = dtype_size(p.state_in.dtype);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t b = item / p.num_value_heads, h = item % p.num_value_heads;
+    if (p.read_slot[b] < 0) continue;
+    const char* src = static_cast<const char*>(p.state_in.data) +
+                      (p.read_slot[b] * p.state_in.strides[0] + h * p.state_in.strides[1]) * elem;
+    char* dst = static_cast<char*>(snapshot) + item * p.value_dim * p.key_dim * elem;
+    for (int64_t r = 0; r < p.value_dim; ++r)
+      for (int64_t c = 0; c < p.key_dim; ++c)
+        std::memcpy(dst + (r * p.key_dim + c) * elem, src + (r * p.state_in.strides[2] + c * p.state_in.strides[3]) * elem,
+                    elem);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/isa_dispatch.h"
+
+namespace txops {
+GdrLayoutFn* select_gdr_layout(Isa isa) { return TXOPS_SELECT_KERNEL(isa, GdrLayout); }
+GdrRunItemsFn* select_gdr_run_items(Isa isa) { return TXOPS_SELECT_KERNEL(isa, GdrRunItems); }
+GdrSnapshotFn* select_gdr_snapshot(Isa isa) { return TXOPS_SELECT_KERNEL(isa, GdrSnapshot); }
+}  // namespace txops
+#endif

@@ -1,0 +1,287 @@
+// validate.cpp — phase-one rules of ChunkGatedDeltaRule (prefill) and RecurrentGatedDeltaRule (decode), one
+// check per rule, one code and one message "<param> <rule>, got <value>" each (README.md has the table).
+// Codes: null -> 161001; dtype -> 161002; shapes/limits -> 561002 for prefill, 161002 for decode; the
+// host-visible integers (lengths, slots, accepted counts) -> 161002 for both. compat_mode() == kCann adds
+// CANN's narrower limits. Reads no tensor data except the int32 host-visible tensors.
+#include <cinttypes>
+#include <string>
+
+#include "core/status.h"
+#include "ops/gated_delta_rule/args.h"
+
+namespace txops {
+namespace {
+
+constexpr int64_t kMaxHeadDim = 256;            // txops prefill (FLA's limit)
+constexpr int64_t kCannPrefillMaxHeadDim = 128;
+constexpr int64_t kCannPrefillMaxHeads = 64;
+constexpr int64_t kDecodeMaxHeadDim = 512;      // CANN's decode limit; txops accepts it too (never narrower)
+constexpr int64_t kCannDecodeMaxHeads = 256;
+constexpr int64_t kCannDecodeMaxSeqLength = 8;
+
+bool cann() { return compat_mode() == Compat::kCann; }
+
+Status require_data(const TensorView& v, const char* name) {
+  if (v.data == nullptr) return fail(StatusCode::kNullptr, "%s must not be null, got a null data pointer", name);
+  return Status();
+}
+
+Status require_activation_dtype(const TensorView& v, const char* name) {
+  if (cann()) {
+    if (v.dtype != DType::kBF16)
+      return fail(StatusCode::kParamInvalid, "%s dtype must be bf16 (TXOPS_COMPAT=cann), got %s", name,
+                  dtype_name(v.dtype));
+  } else if (v.dtype != DType::kBF16 && v.dtype != DType::kF16 && v.dtype != DType::kF32) {
+    return fail(StatusCode::kParamInvalid, "%s dtype must be bf16, fp16 or fp32, got %s", name, dtype_name(v.dtype));
+  }
+  return Status();
+}
+
+Status require_same_dtype(const TensorView& v, const char* name, const TensorView& ref, const char* ref_name) {
+  if (v.dtype != ref.dtype)
+    return fail(StatusCode::kParamInvalid, "%s dtype must equal %s dtype (%s), got %s", name, ref_name,
+                dtype_name(ref.dtype), dtype_name(v.dtype));
+  return Status();
+}
+
+Status require_dtype(const TensorView& v, const char* name, DType want) {
+  if (v.dtype != want)
+    return fail(StatusCode::kParamInvalid, "%s dtype must be %s, got %s", name, dtype_name(want), dtype_name(v.dtype));
+  return Status();
+}
+
+Status require_state_dtype(const TensorView& v, const char* name) {
+  if (v.dtype != DType::kBF16 && v.dtype != DType::kF32)
+    return fail(StatusCode::kParamInvalid, "%s dtype must be bf16 or fp32, got %s", name, dtype_name(v.dtype));
+  return Status();
+}
+
+// `v` must have exactly the dims in `want` (named by `layout`, e.g. "(T, Nv, Dv)").
+Status require_shape(StatusCode code, const TensorView& v, const char* name, const char* layout,
+                     std::initializer_list<int64_t> want) {
+  const int ndim = static_cast<int>(want.size());
+  const TensorView expected = TensorView::make(nullptr, v.dtype, ndim, want.begin(), nullptr);
+  if (v.ndim != ndim)
+    return fail(code, "%s must be %d-D %s, got %d-D %s", name, ndim, layout, v.ndim, v.shape_string().c_str());
+  for (int i = 0; i < ndim; ++i)
+    if (v.shape[i] != want.begin()[i])
+      return fail(code, "%s shape must be %s = %s, got %s", name, layout, expected.shape_string().c_str(),
+                  v.shape_string().c_str());
+  return Status();
+}
+
+Status require_ndim(StatusCode code, const TensorView& v, const char* name, int ndim, const char* layout) {
+  if (v.ndim != ndim)
+    return fail(code, "%s must be %d-D %s, got %d-D %s", name, ndim, layout, v.ndim, v.shape_string().c_str());
+  return Status();
+}
+
+Status require_range(StatusCode code, int64_t value, const char* what, int64_t lo, int64_t hi, const char* why) {
+  if (value < lo || value > hi)
+    return fail(code, "%s must be in [%" PRId64 ", %" PRId64 "]%s, got %" PRId64, what, lo, hi, why, value);
+  return Status();
+}
+
+int64_t int32_at(const TensorView& v, int64_t i) { return static_cast<const int32_t*>(v.data)[i * v.strides[0]]; }
+
+// Sizes common to both ops, from query (T, Nk, Dk), value (T, Nv, Dv), and the per-op limits.
+Status check_sizes(StatusCode code, bool decode, const TensorView& query, const TensorView& value, GdrProblem* p) {
+  Status st = require_ndim(code, query, "query", 3, "(T, Nk, Dk)");
+  if (!st.ok()) return st;
+  st = require_ndim(code, value, "value", 3, "(T, Nv, Dv)");
+  if (!st.ok()) return st;
+  p->num_tokens = query.shape[0];
+  p->num_key_heads = query.shape[1];
+  p->key_dim = query.shape[2];
+  p->num_value_heads = value.shape[1];
+  p->value_dim = value.shape[2];
+  if (p->num_tokens <= 0) return fail(code, "query dim 0 (T) must be > 0, got %" PRId64, p->num_tokens);
+  if (value.shape[0] != p->num_tokens)
+    return fail(code, "value dim 0 (T) must equal query dim 0 (%" PRId64 "), got %" PRId64, p->num_tokens,
+                value.shape[0]);
+  const int64_t max_dim = decode ? kDecodeMaxHeadDim : (cann() ? kCannPrefillMaxHeadDim : kMaxHeadDim);
+  const char* dim_why = decode ? "" : (cann() ? " (TXOPS_COMPAT=cann)" : "");
+  st = require_range(code, p->key_dim, "query dim 2 (Dk)", 1, max_dim, dim_why);
+  if (st.ok()) st = require_range(code, p->value_dim, "value dim 2 (Dv)", 1, max_dim, dim_why);
+  if (!st.ok()) return st;
+  const int64_t max_heads = !cann() ? INT32_MAX : (decode ? kCannDecodeMaxHeads : kCannPrefillMaxHeads);
+  const char* head_why = cann() ? " (TXOPS_COMPAT=cann)" : "";
+  st = require_range(code, p->num_key_heads, "query dim 1 (Nk)", 1, max_heads, head_why);
+  if (st.ok()) st = require_range(code, p->num_value_heads, "value dim 1 (Nv)", 1, max_heads, head_why);
+  if (!st.ok()) return st;
+  if (p->num_value_heads % p->num_key_heads != 0)
+    return fail(code, "value dim 1 (Nv) must be a multiple of Nk (%" PRId64 "), got %" PRId64, p->num_key_heads,
+                p->num_value_heads);
+  return Status();
+}
+
+// Shapes of key, beta, out and g against query/value (both ops).
+Status check_activation_shapes(StatusCode code, const TensorView& key, const TensorView& beta, const TensorView& out,
+                               const TensorView* g, const GdrProblem& p) {
+  const int64_t T = p.num_tokens, Nk = p.num_key_heads, Nv = p.num_value_heads;
+  Status st = require_shape(code, key, "key", "(T, Nk, Dk)", {T, Nk, p.key_dim});
+  if (st.ok()) st = require_shape(code, beta, "beta", "(T, Nv)", {T, Nv});
+  if (st.ok()) st = require_shape(code, out, "out", "(T, Nv, Dv)", {T, Nv, p.value_dim});
+  if (st.ok() && g) st = require_shape(code, *g, p.decode ? "g" : "gOptional", "(T, Nv)", {T, Nv});
+  return st;
+}
+
+// actualSeqLengths: (B,) int32, B > 0, each >= 0 (decode, compat: 1..8), sum == T. Fills seq_start.
+Status check_lengths(StatusCode shape_code, const TensorView& lengths, GdrProblem* p) {
+  Status st = require_ndim(shape_code, lengths, "actualSeqLengths", 1, "(B,)");
+  if (!st.ok()) return st;
+  p->batch = lengths.shape[0];
+  if (p->batch <= 0) return fail(shape_code, "actualSeqLengths dim 0 (B) must be > 0, got %" PRId64, p->batch);
+  p->seq_start.assign(p->batch + 1, 0);
+  const bool short_decode = p->decode && cann();
+  for (int64_t b = 0; b < p->batch; ++b) {
+    const int64_t len = int32_at(lengths, b);
+    if (short_decode && (len < 1 || len > kCannDecodeMaxSeqLength))
+      return fail(StatusCode::kParamInvalid,
+                  "actualSeqLengths[%" PRId64 "] must be in [1, 8] (TXOPS_COMPAT=cann), got %" PRId64, b, len);
+    if (len < 0) return fail(StatusCode::kParamInvalid, "actualSeqLengths[%" PRId64 "] must be >= 0, got %" PRId64, b, len);
+    p->seq_start[b + 1] = p->seq_start[b] + len;
+  }
+  if (p->seq_start[p->batch] != p->num_tokens)
+    return fail(StatusCode::kParamInvalid, "actualSeqLengths sum must equal T (%" PRId64 "), got %" PRId64,
+                p->num_tokens, p->seq_start[p->batch]);
+  return Status();
+}
+
+}  // namespace
+
+Status validate_chunk_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
+                                       const TensorView& beta, const TensorView& initial_state,
+                                       const TensorView& actual_seq_lengths, const TensorView* g, float scale,
+                                       const TensorView& out, const TensorView& final_state, GdrProblem* p) {
+  const StatusCode shape = StatusCode::kTilingError;
+  Status st;
+  const std::pair<const TensorView*, const char*> required[] = {
+      {&query, "query"}, {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {&initial_state, "initialState"},
+      {&actual_seq_lengths, "actualSeqLengths"}, {&out, "out"}, {&final_state, "finalState"}};
+  for (const auto& r : required)
+    if (!(st = require_data(*r.first, r.second)).ok()) return st;
+  if (g && !(st = require_data(*g, "gOptional")).ok()) return st;
+
+  if (!(st = require_activation_dtype(query, "query")).ok()) return st;
+  const std::pair<const TensorView*, const char*> same_as_query[] = {
+      {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {&out, "out"}};
+  for (const auto& r : same_as_query)
+    if (!(st = require_same_dtype(*r.first, r.second, query, "query")).ok()) return st;
+  if (!(st = require_state_dtype(initial_state, "initialState")).ok()) return st;
+  if (!(st = require_same_dtype(final_state, "finalState", initial_state, "initialState")).ok()) return st;
+  if (!(st = require_dtype(actual_seq_lengths, "actualSeqLengths", DType::kI32)).ok()) return st;
+  if (g && !(st = require_dtype(*g, "gOptional", DType::kF32)).ok()) return st;
+
+  p->decode = false;
+  p->scale = scale;
+  if (!(st = check_sizes(shape, false, query, value, p)).ok()) return st;
+  if (!(st = check_activation_shapes(shape, key, beta, out, g, *p)).ok()) return st;
+  if (!(st = check_lengths(shape, actual_seq_lengths, p)).ok()) return st;
+  const int64_t B = p->batch, Nv = p->num_value_heads, Dv = p->value_dim, Dk = p->key_dim;
+  if (!(st = require_shape(shape, initial_state, "initialState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk})).ok()) return st;
+  if (!(st = require_shape(shape, final_state, "finalState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk})).ok()) return st;
+
+  p->query = query, p->key = key, p->value = value, p->beta = beta, p->out = out;
+  p->state_in = initial_state, p->state_out = final_state;
+  p->has_g = g != nullptr;
+  if (g) p->g = *g;
+  p->read_slot.resize(B);
+  for (int64_t b = 0; b < B; ++b) p->read_slot[b] = b;
+  return Status();
+}
+
+Status validate_recurrent_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
+                                           const TensorView& beta, const TensorView& state,
+                                           const TensorView& actual_seq_lengths,
+                                           const TensorView& ssm_state_indices, const TensorView* g,
+                                           const TensorView* gk, const TensorView* num_accepted_tokens, float scale,
+                                           const TensorView& out, GdrProblem* p) {
+  const StatusCode code = StatusCode::kParamInvalid;  // decode: dtype, format and shape alike
+  Status st;
+  const std::pair<const TensorView*, const char*> required[] = {
+      {&query, "query"}, {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {&state, "stateRef"},
+      {&actual_seq_lengths, "actualSeqLengths"}, {&ssm_state_indices, "ssmStateIndices"}, {&out, "out"}};
+  for (const auto& r : required)
+    if (!(st = require_data(*r.first, r.second)).ok()) return st;
+  if (g && !(st = require_data(*g, "g")).ok()) return st;
+  if (gk && !(st = require_data(*gk, "gk")).ok()) return st;
+  if (num_accepted_tokens && !(st = require_data(*num_accepted_tokens, "numAcceptedTokens")).ok()) return st;
+
+  if (!(st = require_activation_dtype(query, "query")).ok()) return st;
+  const std::pair<const TensorView*, const char*> same_as_query[] = {
+      {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {&out, "out"}};
+  for (const auto& r : same_as_query)
+    if (!(st = require_same_dtype(*r.first, r.second, query, "query")).ok()) return st;
+  if (!(st = require_state_dtype(state, "stateRef")).ok()) return st;
+  if (!(st = require_dtype(actual_seq_lengths, "actualSeqLengths", DType::kI32)).ok()) return st;
+  if (!(st = require_dtype(ssm_state_indices, "ssmStateIndices", DType::kI32)).ok()) return st;
+  if (g && !(st = require_dtype(*g, "g", DType::kF32)).ok()) return st;
+  if (gk && !(st = require_dtype(*gk, "gk", DType::kF32)).ok()) return st;
+  if (num_accepted_tokens && !(st = require_dtype(*num_accepted_tokens, "numAcceptedTokens", DType::kI32)).ok())
+    return st;
+
+  p->decode = true;
+  p->scale = scale;
+  if (!(st = check_sizes(code, true, query, value, p)).ok()) return st;
+  if (cann() && p->num_key_heads > p->num_value_heads)
+    return fail(code, "query dim 1 (Nk) must be <= Nv (%" PRId64 ") (TXOPS_COMPAT=cann), got %" PRId64,
+                p->num_value_heads, p->num_key_heads);
+  if (!(st = check_activation_shapes(code, key, beta, out, g, *p)).ok()) return st;
+  const int64_t T = p->num_tokens, Nv = p->num_value_heads, Dv = p->value_dim, Dk = p->key_dim;
+  if (gk && !(st = require_shape(code, *gk, "gk", "(T, Nv, Dk)", {T, Nv, Dk})).ok()) return st;
+  if (!(st = require_ndim(code, state, "stateRef", 4, "(BlockNum, Nv, Dv, Dk)")).ok()) return st;
+  const int64_t slots = state.shape[0];
+  if (!(st = require_shape(code, state, "stateRef", "(BlockNum, Nv, Dv, Dk)", {slots, Nv, Dv, Dk})).ok()) return st;
+  if (slots <= 0) return fail(code, "stateRef dim 0 (BlockNum) must be > 0, got %" PRId64, slots);
+  if (cann() && T > slots)
+    return fail(code, "query dim 0 (T) must be <= BlockNum (%" PRId64 ") (TXOPS_COMPAT=cann), got %" PRId64, slots, T);
+  if (!(st = check_lengths(code, actual_seq_lengths, p)).ok()) return st;
+  const int64_t B = p->batch;
+  if (!(st = require_shape(code, ssm_state_indices, "ssmStateIndices", "(T,)", {T})).ok()) return st;
+  if (num_accepted_tokens &&
+      !(st = require_shape(code, *num_accepted_tokens, "numAcceptedTokens", "(B,)", {B})).ok())
+    return st;
+
+  // Host-visible slots: every index in [0, BlockNum); each sequence resumes from its last accepted token.
+  p->write_slot.resize(T);
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t slot = int32_at(ssm_state_indices, t);
+    if (slot < 0 || slot >= slots)
+      return fail(StatusCode::kParamInvalid,
+                  "ssmStateIndices[%" PRId64 "] must be in [0, BlockNum = %" PRId64 "), got %" PRId64, t, slots, slot);
+    p->write_slot[t] = slot;
+  }
+  p->read_slot.assign(B, -1);  // -1: an empty sequence reads nothing
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = p->seq_length(b);
+    if (len == 0) continue;  // nothing read or written; its numAcceptedTokens entry is not used
+    const int64_t accepted = num_accepted_tokens ? int32_at(*num_accepted_tokens, b) : 1;
+    if (accepted < 1 || accepted > len)
+      return fail(StatusCode::kParamInvalid,
+                  "numAcceptedTokens[%" PRId64 "] must be in [1, actualSeqLengths[%" PRId64 "] = %" PRId64
+                  "], got %" PRId64,
+                  b, b, len, accepted);
+    p->read_slot[b] = p->write_slot[p->seq_start[b] + accepted - 1];
+  }
+
+  // Slot conflicts: a slot written twice, or a slot one sequence reads and another writes.
+  std::vector<int64_t> writer(slots, -1);  // sequence writing each slot
+  for (int64_t b = 0; b < B && !p->slot_conflict; ++b)
+    for (int64_t t = p->seq_start[b]; t < p->seq_start[b + 1]; ++t) {
+      if (writer[p->write_slot[t]] != -1) p->slot_conflict = true;
+      writer[p->write_slot[t]] = b;
+    }
+  for (int64_t b = 0; b < B && !p->slot_conflict; ++b)
+    if (p->read_slot[b] >= 0 && writer[p->read_slot[b]] != -1 && writer[p->read_slot[b]] != b) p->slot_conflict = true;
+
+  p->query = query, p->key = key, p->value = value, p->beta = beta, p->out = out;
+  p->state_in = state, p->state_out = state;
+  p->has_g = g != nullptr;
+  if (g) p->g = *g;
+  p->has_gk = gk != nullptr;
+  if (gk) p->gk = *gk;
+  return Status();
+}
+
+}  // namespace txops
