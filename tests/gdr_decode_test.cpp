@@ -79,6 +79,15 @@ TEST(GdrDecode, SeveralTokensPerSequence) {
   check_against_reference(c);
 }
 
+TEST(GdrDecode, EmptySequencesReadAndWriteNothing) {
+  DecodeConfig c;  // txops allows L = 0 (CANN does not): no slot read or written for it
+  c.lengths = {0, 2, 0, 1, 0};
+  c.state_indices = {3, 1, 0};
+  c.num_slots = 5;
+  c.nk = 1, c.nv = 2, c.dk = 8, c.dv = 8;
+  check_against_reference(c);
+}
+
 TEST(GdrDecode, NumAcceptedTokensResumesFromLastAcceptedSlot) {
   DecodeConfig c;
   c.lengths = {3, 4, 2, 1};

@@ -165,8 +165,22 @@ TEST(GdrPrefill, TwoCallsMatchOneCall) {
       const std::vector<double> out_first(out_ref.begin(), out_ref.begin() + a.out.numel());
       const std::vector<double> out_second(out_ref.begin() + a.out.numel(), out_ref.end());
       EXPECT_TRUE(matches_reference("gdr_out", a.out.view(), out_first, "two calls: first out", nullptr));
-      EXPECT_TRUE(matches_reference("gdr_out", b.out.view(), out_second, "two calls: second out", nullptr));
-      EXPECT_TRUE(matches_reference("gdr_state", b.final_state.view(), state_ref, "two calls: finalState", nullptr));
+      if (state == DType::kF32) {
+        EXPECT_TRUE(matches_reference("gdr_out", b.out.view(), out_second, "two calls: second out", nullptr));
+        EXPECT_TRUE(matches_reference("gdr_state", b.final_state.view(), state_ref, "two calls: finalState", nullptr));
+        continue;
+      }
+      // A bf16 state is rounded once more at the hand-off, so the second call matches the one-call oracle
+      // only to bf16 precision (one extra rounding of S: ~2^-8 relative on out) ...
+      const txops::Tolerance bf16_bar = txops::tolerance_for("gdr_out", DType::kBF16);
+      EXPECT_TRUE(txops::compare_with_reference(b.out.view(), out_second, bf16_bar).passed);
+      EXPECT_TRUE(txops::compare_with_reference(b.final_state.view(), state_ref, bf16_bar).passed);
+      // ... and its own oracle (from the rounded hand-off state) to the full fp32 tolerance.
+      std::vector<double> out_b_ref, state_b_ref;
+      b.reference(&out_b_ref, &state_b_ref);
+      EXPECT_TRUE(matches_reference("gdr_out", b.out.view(), out_b_ref, "two calls: second out (own oracle)", nullptr));
+      EXPECT_TRUE(matches_reference("gdr_state", b.final_state.view(), state_b_ref, "two calls: finalState (own)",
+                                    nullptr));
     }
   }
 }

@@ -130,6 +130,7 @@ void recurrent_gated_delta_rule(const TensorView& query, const TensorView& key, 
   int64_t first_token = 0;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = int_at(actual_seq_lengths, b);
+    if (length == 0) continue;  // an empty sequence reads and writes nothing (txops allows it; CANN does not)
     const int64_t accepted = num_accepted_tokens ? int_at(*num_accepted_tokens, b) : 1;
     // Speculative decoding: resume from the state of the last accepted token (read from the pool before the call).
     const int64_t start_slot = int_at(ssm_state_indices, first_token + accepted - 1);
