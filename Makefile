@@ -9,7 +9,8 @@ SAN_BUILD ?= build-san
 JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 APT_PACKAGES := cmake g++ make pkg-config libhwy-dev libgtest-dev libbenchmark-dev libomp-dev \
-                python3-dev python3-numpy python3-pytest python3-torch pybind11-dev
+                python3-dev python3-numpy python3-pytest python3-torch pybind11-dev \
+                python3-setuptools python3-wheel python3-pip
 
 .PHONY: all deps build build-san test test-cpp test-san test-python bench python install clean
 
@@ -49,9 +50,10 @@ bench: build
 	$(BUILD)/txops bench --json $(BUILD)/bench.json
 	@if [ -f bench/torch_rope.py ]; then $(PYTHON) bench/torch_rope.py --compare $(BUILD)/bench.json; fi
 	@if [ -f bench/torch_gdr.py ]; then $(PYTHON) bench/torch_gdr.py --compare $(BUILD)/bench.json; fi
+	@if [ -f bench/py_bench.py ]; then PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/py_bench.py; fi
 
 python: build
-	$(PYTHON) -m pip install --no-build-isolation --no-deps --break-system-packages .
+	TXOPS_CMAKE_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pip install --no-build-isolation --no-deps --break-system-packages .
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
