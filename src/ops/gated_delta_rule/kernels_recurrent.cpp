@@ -36,9 +36,11 @@ struct TokenPack {
   int64_t dkp = 0, dv = 0;
   float* key = nullptr;          // k
   float* decayed_key = nullptr;  // a ⊙ k
+  float* decayed_query = nullptr;  // a ⊙ q (gk present), else null
+  float* key_dot_query = nullptr;  // n: k . (q scale)
   float* decay = nullptr;        // per-column decay (gk present), else null
   float* alpha = nullptr;        // scalar decay per token (gk absent)
-  float* query = nullptr;        // q * scale
+  float* query = nullptr;        // q scale
   float* value = nullptr;        // n x dv
   float* beta = nullptr;         // n
   float* out = nullptr;          // n x dv results
@@ -88,6 +90,9 @@ void PackTokens(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Tok
     for (int64_t j = 0; j < dkp; j += N) hn::StoreU(hn::Mul(hn::LoadU(df, q + j), scale), df, q + j);
     LoadRowF32(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, p.value_dim, pack.value + i * pack.dv);
     pack.beta[i] = LoadScalarF32(Element<TA>(p.beta, t, h));
+    VF kq = hn::Zero(df);
+    for (int64_t j = 0; j < dkp; j += N) kq = hn::MulAdd(hn::LoadU(df, k + j), hn::LoadU(df, q + j), kq);
+    pack.key_dot_query[i] = hn::GetLane(hn::SumOfLanes(df, kq));
     const float g = p.has_g ? *Element<float>(p.g, t, h) : 0.0f;
     if (pack.decay) {
       float* a = pack.decay + i * dkp;
@@ -95,7 +100,11 @@ void PackTokens(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Tok
       for (int64_t j = 0; j < dk; ++j)
         a[j] = static_cast<float>(std::exp(static_cast<double>(g) + gk[j * p.gk.strides[2]]));
       for (int64_t j = dk; j < dkp; ++j) a[j] = 0.0f;
-      for (int64_t j = 0; j < dkp; j += N) hn::StoreU(hn::Mul(hn::LoadU(df, a + j), hn::LoadU(df, k + j)), df, ak + j);
+      for (int64_t j = 0; j < dkp; j += N) {
+        const VF aj = hn::LoadU(df, a + j);
+        hn::StoreU(hn::Mul(aj, hn::LoadU(df, k + j)), df, ak + j);
+        hn::StoreU(hn::Mul(aj, hn::LoadU(df, q + j)), df, pack.decayed_query + i * dkp + j);
+      }
     } else {
       const float alpha = p.has_g ? std::exp(g) : 1.0f;
       pack.alpha[i] = alpha;
@@ -115,9 +124,25 @@ void StoreOutputs(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const f
 }
 
 // ---- the register-resident micro-kernel: R rows of NV vectors through tokens [0, n) ----
+// Per token and row, both dot products read the state before the update (one pass), then one FMA pass updates:
+//   sk = S.(a⊙k), sq = S.(a⊙q), c = beta (v - sk), o = sq + c (k.q), S <- a⊙S + c k.
+// With a scalar decay the registers hold S / p (p = running product of the decays, kept in [2^-30, 2^30] by
+// folding it into the registers when it would leave that range), so the decay costs no pass over S.
 // s_in / s_out: row `row0` of the state (row stride in elements); token_out[i] (may be null): where token i's
 // state goes (row 0 of that head; same row stride as s_out).
+constexpr float kMinScale = 9.3132257e-10f;  // 2^-30
+constexpr float kMaxScale = 1.0737418e9f;    // 2^30
+
 template <int R, int NV, class TS>
+HWY_INLINE void StoreRows(const VF (&s)[R][NV], float scale, TS* dst, int64_t stride) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const VF f = hn::Set(df, scale);
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < NV; ++j) StoreF32(df, scale == 1.0f ? s[r][j] : hn::Mul(s[r][j], f), dst + r * stride + j * N);
+}
+
+template <int R, int NV, bool kVectorDecay, class TS>
 HWY_NOINLINE void RowBlockTokens(const TokenPack& tp, int64_t n, int64_t row0, const TS* s_in, int64_t in_stride,
                                  TS* s_out, TS* const* token_out, int64_t out_stride) {
   const DF df;
@@ -125,55 +150,49 @@ HWY_NOINLINE void RowBlockTokens(const TokenPack& tp, int64_t n, int64_t row0, c
   VF s[R][NV];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < NV; ++j) s[r][j] = LoadF32(df, s_in + r * in_stride + j * N);
+  float scale = 1.0f;  // state = scale * registers
   for (int64_t i = 0; i < n; ++i) {
     const float* k = tp.key + i * tp.dkp;
-    const float* ak = tp.decayed_key + i * tp.dkp;
-    const float* q = tp.query + i * tp.dkp;
-    const float* v = tp.value + i * tp.dv + row0;
-    float c[R];
-    for (int r = 0; r < R; ++r) {
-      VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
-      for (int j = 0; j + 1 < NV; j += 2) {
-        acc0 = hn::MulAdd(s[r][j], hn::LoadU(df, ak + j * N), acc0);
-        acc1 = hn::MulAdd(s[r][j + 1], hn::LoadU(df, ak + (j + 1) * N), acc1);
+    const float* dot_k = kVectorDecay ? tp.decayed_key + i * tp.dkp : k;
+    const float* dot_q = kVectorDecay ? tp.decayed_query + i * tp.dkp : tp.query + i * tp.dkp;
+    if (!kVectorDecay) {
+      scale *= tp.alpha[i];
+      if (!(scale >= kMinScale && scale <= kMaxScale)) {
+        const VF f = hn::Set(df, scale);
+        for (int r = 0; r < R; ++r)
+          for (int j = 0; j < NV; ++j) s[r][j] = hn::Mul(s[r][j], f);
+        scale = 1.0f;
       }
-      if (NV % 2) acc0 = hn::MulAdd(s[r][NV - 1], hn::LoadU(df, ak + (NV - 1) * N), acc0);
-      c[r] = tp.beta[i] * (v[r] - hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1))));
     }
-    if (tp.decay) {
+    const float* v = tp.value + i * tp.dv + row0;
+    float* o = tp.out + i * tp.dv + row0;
+    float coef[R];
+    for (int r = 0; r < R; ++r) {
+      VF acc_k = hn::Zero(df), acc_q = hn::Zero(df);
+      for (int j = 0; j < NV; ++j) {
+        acc_k = hn::MulAdd(s[r][j], hn::LoadU(df, dot_k + j * N), acc_k);
+        acc_q = hn::MulAdd(s[r][j], hn::LoadU(df, dot_q + j * N), acc_q);
+      }
+      const float sk = scale * hn::GetLane(hn::SumOfLanes(df, acc_k));
+      const float sq = scale * hn::GetLane(hn::SumOfLanes(df, acc_q));
+      const float c = tp.beta[i] * (v[r] - sk);
+      o[r] = sq + c * tp.key_dot_query[i];
+      coef[r] = c / scale;
+    }
+    if (kVectorDecay) {
       const float* a = tp.decay + i * tp.dkp;
       for (int j = 0; j < NV; ++j) {
         const VF aj = hn::LoadU(df, a + j * N);
         for (int r = 0; r < R; ++r) s[r][j] = hn::Mul(s[r][j], aj);
       }
-    } else {
-      const VF alpha = hn::Set(df, tp.alpha[i]);
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < NV; ++j) s[r][j] = hn::Mul(s[r][j], alpha);
     }
-    float* o = tp.out + i * tp.dv + row0;
     for (int r = 0; r < R; ++r) {
-      const VF cr = hn::Set(df, c[r]);
-      VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
-      for (int j = 0; j < NV; ++j) {
-        s[r][j] = hn::MulAdd(cr, hn::LoadU(df, k + j * N), s[r][j]);
-        if (j % 2 == 0) {
-          acc0 = hn::MulAdd(s[r][j], hn::LoadU(df, q + j * N), acc0);
-        } else {
-          acc1 = hn::MulAdd(s[r][j], hn::LoadU(df, q + j * N), acc1);
-        }
-      }
-      o[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+      const VF cr = hn::Set(df, coef[r]);
+      for (int j = 0; j < NV; ++j) s[r][j] = hn::MulAdd(cr, hn::LoadU(df, k + j * N), s[r][j]);
     }
-    if (token_out != nullptr && token_out[i] != nullptr) {
-      TS* dst = token_out[i] + row0 * out_stride;
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < NV; ++j) StoreF32(df, s[r][j], dst + r * out_stride + j * N);
-    }
+    if (token_out != nullptr && token_out[i] != nullptr) StoreRows<R, NV>(s, scale, token_out[i] + row0 * out_stride, out_stride);
   }
-  if (s_out != nullptr)
-    for (int r = 0; r < R; ++r)
-      for (int j = 0; j < NV; ++j) StoreF32(df, s[r][j], s_out + r * out_stride + j * N);
+  if (s_out != nullptr) StoreRows<R, NV>(s, scale, s_out, out_stride);
 }
 
 template <int NV>
@@ -186,13 +205,15 @@ template <int NV, class TS>
 void AllRowsTokens(const TokenPack& tp, int64_t n, const TS* s_in, int64_t in_stride, TS* s_out,
                    TS* const* token_out, int64_t out_stride) {
   constexpr int R = RowsFor<NV>();
+  const auto block = tp.decay ? &RowBlockTokens<R, NV, true, TS> : &RowBlockTokens<R, NV, false, TS>;
+  const auto single = tp.decay ? &RowBlockTokens<1, NV, true, TS> : &RowBlockTokens<1, NV, false, TS>;
   int64_t row = 0;
   for (; row + R <= tp.dv; row += R)
-    RowBlockTokens<R, NV, TS>(tp, n, row, s_in + row * in_stride, in_stride, s_out ? s_out + row * out_stride : nullptr,
-                              token_out, out_stride);
+    block(tp, n, row, s_in + row * in_stride, in_stride, s_out ? s_out + row * out_stride : nullptr, token_out,
+          out_stride);
   for (; row < tp.dv; ++row)
-    RowBlockTokens<1, NV, TS>(tp, n, row, s_in + row * in_stride, in_stride, s_out ? s_out + row * out_stride : nullptr,
-                              token_out, out_stride);
+    single(tp, n, row, s_in + row * in_stride, in_stride, s_out ? s_out + row * out_stride : nullptr, token_out,
+           out_stride);
 }
 
 template <class TS>
@@ -206,6 +227,82 @@ void RegisterRowsTokens(int64_t vectors, const TokenPack& tp, int64_t n, const T
 #if HWY_TARGET != HWY_AVX2
     case 16: return AllRowsTokens<16, TS>(tp, n, s_in, in_stride, s_out, token_out, out_stride);
 #endif
+    default: HWY_ASSERT(false);
+  }
+}
+
+// ---- the token-major kernel (prefill, scalar decay): token k and q in registers, staged fp32 rows streamed ----
+// For each block of kTokenMajorRows rows (L1-resident) and each token, every row is loaded, dotted with k and q,
+// updated and stored; rows are independent, so the out-of-order core overlaps the reductions of several rows
+// (the register-resident kernel has only R rows to overlap). Rows hold S / scale as in RowBlockTokens.
+constexpr int64_t kTokenMajorRows = 32;
+
+template <int NV>
+HWY_INLINE void ScaleRows(float* state, int64_t dkp, int64_t rows, float scale) {
+  const DF df;
+  const VF f = hn::Set(df, scale);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < dkp; j += static_cast<int64_t>(hn::Lanes(df)))
+      hn::StoreU(hn::Mul(hn::LoadU(df, state + r * dkp + j), f), df, state + r * dkp + j);
+}
+
+template <int NV>
+HWY_NOINLINE void TokenMajorRows(const TokenPack& tp, int64_t n, float* state) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  for (int64_t row0 = 0; row0 < tp.dv; row0 += kTokenMajorRows) {
+    const int64_t rows = tp.dv - row0 < kTokenMajorRows ? tp.dv - row0 : kTokenMajorRows;
+    float* block = state + row0 * tp.dkp;
+    float scale = 1.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      scale *= tp.alpha[i];
+      if (!(scale >= kMinScale && scale <= kMaxScale)) {
+        ScaleRows<NV>(block, tp.dkp, rows, scale);
+        scale = 1.0f;
+      }
+      VF k[NV], q[NV];
+      for (int j = 0; j < NV; ++j) {
+        k[j] = hn::LoadU(df, tp.key + i * tp.dkp + j * N);
+        q[j] = hn::LoadU(df, tp.query + i * tp.dkp + j * N);
+      }
+      const float inv_scale = 1.0f / scale, beta = tp.beta[i], kq = tp.key_dot_query[i];
+      const float* v = tp.value + i * tp.dv + row0;
+      float* o = tp.out + i * tp.dv + row0;
+      for (int64_t r = 0; r < rows; ++r) {
+        float* srow = block + r * tp.dkp;
+        VF sv[NV];
+        VF acc_k0 = hn::Zero(df), acc_k1 = hn::Zero(df), acc_q0 = hn::Zero(df), acc_q1 = hn::Zero(df);
+        for (int j = 0; j < NV; ++j) {
+          sv[j] = hn::LoadU(df, srow + j * N);
+          if (j % 2 == 0) {
+            acc_k0 = hn::MulAdd(sv[j], k[j], acc_k0);
+            acc_q0 = hn::MulAdd(sv[j], q[j], acc_q0);
+          } else {
+            acc_k1 = hn::MulAdd(sv[j], k[j], acc_k1);
+            acc_q1 = hn::MulAdd(sv[j], q[j], acc_q1);
+          }
+        }
+        const float sk = scale * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_k0, acc_k1)));
+        const float sq = scale * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_q0, acc_q1)));
+        const float c = beta * (v[r] - sk);
+        o[r] = sq + c * kq;
+        const VF coef = hn::Set(df, c * inv_scale);
+        for (int j = 0; j < NV; ++j) hn::StoreU(hn::MulAdd(coef, k[j], sv[j]), df, srow + j * N);
+      }
+    }
+    if (scale != 1.0f) ScaleRows<NV>(block, tp.dkp, rows, scale);
+  }
+}
+
+// True when TokenMajorRows handles this width (k and q of a token fit in registers next to a row).
+bool TokenMajorFits(int64_t vectors) { return HWY_TARGET != HWY_SCALAR && vectors <= kRegisterBudget / 2; }
+
+void TokenMajorTokens(int64_t vectors, const TokenPack& tp, int64_t n, float* state) {
+  switch (vectors) {
+    case 1: return TokenMajorRows<1>(tp, n, state);
+    case 2: return TokenMajorRows<2>(tp, n, state);
+    case 4: return TokenMajorRows<4>(tp, n, state);
+    case 8: return TokenMajorRows<8>(tp, n, state);
     default: HWY_ASSERT(false);
   }
 }
@@ -291,6 +388,8 @@ TokenPack CarveScratch(const GdrPlan& plan, float* scratch, float** staged_state
   tp.decayed_key = take(tb * dkp);
   tp.query = take(tb * dkp);
   tp.decay = plan.problem.has_gk ? take(tb * dkp) : nullptr;
+  tp.decayed_query = plan.problem.has_gk ? take(tb * dkp) : nullptr;
+  tp.key_dot_query = take(tb);
   tp.alpha = take(tb);
   tp.value = take(tb * dv);
   tp.beta = take(tb);
@@ -325,7 +424,9 @@ void RunSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratch, 
   for (int64_t t0 = t_begin; t0 < t_end; t0 += step) {
     const int64_t n = t_end - t0 < step ? t_end - t0 : step;
     PackTokens<TA>(p, h, t0, n, tp);
-    if (plan.layout.register_rows > 0) {
+    if (!p.decode && !tp.decay && TokenMajorFits(plan.layout.vectors_per_row)) {
+      TokenMajorTokens(plan.layout.vectors_per_row, tp, n, staged);
+    } else if (plan.layout.register_rows > 0) {
       RegisterRowsTokens<float>(plan.layout.vectors_per_row, tp, n, staged, dkp, staged, nullptr, dkp);
     } else {
       GenericRowsTokens(tp, n, staged);

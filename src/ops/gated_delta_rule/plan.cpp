@@ -78,7 +78,7 @@ void plan_common(GdrPlan* plan, Isa isa) {
   plan->layout = select_gdr_layout(isa)(p.key_dim);
   const int64_t dkp = plan->layout.key_dim_padded, dv = p.value_dim, tb = kGdrTokenBlock;
   auto rounded = [](int64_t f) { return (f + 15) / 16 * 16; };
-  plan->scratch_floats = rounded(dv * dkp) + 4 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 2 * rounded(tb);
+  plan->scratch_floats = rounded(dv * dkp) + 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb);
   plan->threads = plan_threads(plan->items, work_items_min(p));
 }
 
