@@ -1,0 +1,521 @@
+// kernels.cpp — the RoPE row kernels, compiled once per ISA by Highway (AVX3, AVX2, SCALAR). A row is one
+// vector of `width` channels; the op's plan (args.h) says which rows, with which cos/sin rows.
+//
+// Arithmetic (bit-exact across the vector bodies, the scalar tails and the strided path): every output is
+//   y = fma(a, c_a, +-(b * s_?))
+// where a is the element, b its partner in the rotation: the partner product is rounded once, the rest is
+// one fused multiply-add, then one round-to-nearest-even to the output dtype. Reductions (gradCos/gradSin)
+// are fma accumulations in fp32 in a fixed row order.
+//
+// Row kernels by mode (contiguous last dims; any other stride goes through the fp32 row buffers):
+//   half / quarter   lane-aligned halves: no shuffles at all
+//   interleave       partner = Shuffle2301 (swap adjacent lanes), signs by OddEven
+//   interleave-half  forward: ConcatEven/ConcatOdd de-interleave; backward: StoreInterleaved2 re-interleave;
+//                    in place, the row is first copied aside (outputs move across the row)
+// Large out-of-place outputs use non-temporal stores (no write-allocate read), flushed at the end of a range.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/rope/kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/simd_convert-inl.h"
+#include "ops/rope/args.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace rope {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using txops::HWY_NAMESPACE::LoadF32;
+using txops::HWY_NAMESPACE::LoadScalarF32;
+using txops::HWY_NAMESPACE::StoreF32;
+using txops::HWY_NAMESPACE::StoreScalarF32;
+using txops::HWY_NAMESPACE::StreamF32;
+
+// ------------------------------------------------------------------------------------------------
+// fp32 rows: the formulas of shared/spec/rope.md, one element at a time (strided rows, SCALAR target).
+
+// y[o..o+2h) from x: the half rule on the block of 2h channels starting at o.
+HWY_INLINE void HalfBlockF32(bool bwd, const float* x, const float* c, const float* s, float* y, int64_t o,
+                             int64_t h) {
+  for (int64_t j = o; j < o + h; ++j) {
+    if (bwd) {
+      y[j] = std::fma(x[j], c[j], x[j + h] * s[j + h]);
+      y[j + h] = std::fma(x[j + h], c[j + h], -(x[j] * s[j]));
+    } else {
+      y[j] = std::fma(x[j], c[j], -(x[j + h] * s[j]));
+      y[j + h] = std::fma(x[j + h], c[j + h], x[j] * s[j + h]);
+    }
+  }
+}
+
+HWY_INLINE void RotateRowF32(RotaryMode mode, bool bwd, const float* x, const float* c, const float* s, float* y,
+                             int64_t width) {
+  const int64_t h = width / 2;
+  switch (mode) {
+    case RotaryMode::kHalf: HalfBlockF32(bwd, x, c, s, y, 0, h); break;
+    case RotaryMode::kQuarter:
+      HalfBlockF32(bwd, x, c, s, y, 0, width / 4);
+      HalfBlockF32(bwd, x, c, s, y, h, width / 4);
+      break;
+    case RotaryMode::kInterleave:
+      for (int64_t e = 0; e < width; e += 2) {
+        if (bwd) {
+          y[e] = std::fma(x[e], c[e], x[e + 1] * s[e + 1]);
+          y[e + 1] = std::fma(x[e + 1], c[e + 1], -(x[e] * s[e]));
+        } else {
+          y[e] = std::fma(x[e], c[e], -(x[e + 1] * s[e]));
+          y[e + 1] = std::fma(x[e + 1], c[e + 1], x[e] * s[e + 1]);
+        }
+      }
+      break;
+    case RotaryMode::kInterleaveHalf:
+      for (int64_t k = 0; k < h; ++k) {
+        if (bwd) {
+          y[2 * k] = std::fma(x[k], c[k], x[h + k] * s[h + k]);
+          y[2 * k + 1] = std::fma(x[h + k], c[h + k], -(x[k] * s[k]));
+        } else {
+          y[k] = std::fma(x[2 * k], c[k], -(x[2 * k + 1] * s[k]));
+          y[h + k] = std::fma(x[2 * k + 1], c[h + k], x[2 * k] * s[h + k]);
+        }
+      }
+      break;
+  }
+}
+
+// rot(x) of the forward, in its input order (dsin = sum dy * rot(x)); grad modes: half, quarter, interleave.
+HWY_INLINE void RotatedInputF32(RotaryMode mode, const float* x, float* r, int64_t width) {
+  if (mode == RotaryMode::kInterleave) {
+    for (int64_t e = 0; e < width; e += 2) {
+      r[e] = -x[e + 1];
+      r[e + 1] = x[e];
+    }
+    return;
+  }
+  const int64_t block = mode == RotaryMode::kQuarter ? width / 2 : width;
+  for (int64_t o = 0; o < width; o += block) {
+    const int64_t h = block / 2;
+    for (int64_t j = o; j < o + h; ++j) {
+      r[j] = -x[j + h];
+      r[j + h] = x[j];
+    }
+  }
+}
+
+template <class T>
+HWY_INLINE void LoadRowF32(const T* p, int64_t step, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = LoadScalarF32(p + i * step);
+}
+template <class T>
+HWY_INLINE void StoreRowF32(const float* src, int64_t n, T* p, int64_t step) {
+  for (int64_t i = 0; i < n; ++i) StoreScalarF32(src[i], p + i * step);
+}
+
+template <class TX, class TC>
+void RotateRowStrided(const RotationConfig& cfg, const RowStream& st, const TX* in, TX* out, const TC* c,
+                      const TC* s) {
+  const int64_t n = cfg.width;
+  float xb[kMaxWidth], cb[kMaxWidth], sb[kMaxWidth], yb[kMaxWidth];
+  LoadRowF32(in, st.step[kIn], n, xb);
+  LoadRowF32(c, st.step[kCos], n, cb);
+  LoadRowF32(s, st.step[kSin], n, sb);
+  RotateRowF32(cfg.mode, cfg.backward, xb, cb, sb, yb, n);
+  StoreRowF32(yb, n, out, st.step[kOut]);
+}
+
+template <class TX, class TC>
+void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* in, TX* out, const TX* x,
+                    const TC* c, int64_t c_step, const TC* s, int64_t s_step, float* acc_c, float* acc_s) {
+  const int64_t n = cfg.width;
+  float db[kMaxWidth], xb[kMaxWidth], cb[kMaxWidth], sb[kMaxWidth], yb[kMaxWidth];
+  LoadRowF32(in, side.step[0], n, db);
+  LoadRowF32(x, side.step[2], n, xb);
+  LoadRowF32(c, c_step, n, cb);
+  LoadRowF32(s, s_step, n, sb);
+  RotateRowF32(cfg.mode, /*bwd=*/true, db, cb, sb, yb, n);
+  for (int64_t j = 0; j < n; ++j) acc_c[j] = std::fma(db[j], xb[j], acc_c[j]);
+  float* rotated = cb;  // cos is no longer needed
+  RotatedInputF32(cfg.mode, xb, rotated, n);
+  for (int64_t j = 0; j < n; ++j) acc_s[j] = std::fma(db[j], rotated[j], acc_s[j]);
+  StoreRowF32(yb, n, out, side.step[1]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Contiguous rows with SIMD (not on the SCALAR target, where the fp32 row path above is the kernel).
+#if HWY_TARGET != HWY_SCALAR
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+template <class TX>
+HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
+  if (stream && (reinterpret_cast<uintptr_t>(p) % (hn::Lanes(df) * sizeof(TX))) == 0) {
+    StreamF32(df, v, p);
+  } else {
+    StoreF32(df, v, p);
+  }
+}
+
+template <class TX, class TC>
+HWY_INLINE void HalfBlockRow(bool bwd, bool stream, const TX* in, TX* out, const TC* c, const TC* s, int64_t h) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  for (; j + lanes <= h; j += lanes) {
+    const VF x1 = LoadF32(df, in + j), x2 = LoadF32(df, in + h + j);
+    const VF c1 = LoadF32(df, c + j), c2 = LoadF32(df, c + h + j);
+    const VF s1 = LoadF32(df, s + j), s2 = LoadF32(df, s + h + j);
+    VF y1, y2;
+    if (bwd) {
+      y1 = hn::MulAdd(x1, c1, hn::Mul(x2, s2));
+      y2 = hn::MulAdd(x2, c2, hn::Neg(hn::Mul(x1, s1)));
+    } else {
+      y1 = hn::MulAdd(x1, c1, hn::Neg(hn::Mul(x2, s1)));
+      y2 = hn::MulAdd(x2, c2, hn::Mul(x1, s2));
+    }
+    Put(df, y1, out + j, stream);
+    Put(df, y2, out + h + j, stream);
+  }
+  for (; j < h; ++j) {
+    const float x1 = LoadScalarF32(in + j), x2 = LoadScalarF32(in + h + j);
+    const float c1 = LoadScalarF32(c + j), c2 = LoadScalarF32(c + h + j);
+    const float s1 = LoadScalarF32(s + j), s2 = LoadScalarF32(s + h + j);
+    if (bwd) {
+      StoreScalarF32(std::fma(x1, c1, x2 * s2), out + j);
+      StoreScalarF32(std::fma(x2, c2, -(x1 * s1)), out + h + j);
+    } else {
+      StoreScalarF32(std::fma(x1, c1, -(x2 * s1)), out + j);
+      StoreScalarF32(std::fma(x2, c2, x1 * s2), out + h + j);
+    }
+  }
+}
+
+template <class TX, class TC>
+HWY_INLINE void InterleaveRow(bool bwd, bool stream, const TX* in, TX* out, const TC* c, const TC* s,
+                              int64_t width) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= width; i += lanes) {
+    const VF x = LoadF32(df, in + i), cv = LoadF32(df, c + i), sv = LoadF32(df, s + i);
+    VF y;
+    if (bwd) {
+      const VF p = hn::Shuffle2301(hn::Mul(x, sv));  // even lane: x[e+1]*s[e+1]; odd: x[e]*s[e]
+      y = hn::MulAdd(x, cv, hn::OddEven(hn::Neg(p), p));
+    } else {
+      const VF p = hn::Mul(hn::Shuffle2301(x), sv);  // even lane: x[e+1]*s[e]; odd: x[e]*s[e+1]
+      y = hn::MulAdd(x, cv, hn::OddEven(p, hn::Neg(p)));
+    }
+    Put(df, y, out + i, stream);
+  }
+  for (; i < width; i += 2) {
+    const float xe = LoadScalarF32(in + i), xo = LoadScalarF32(in + i + 1);
+    const float ce = LoadScalarF32(c + i), co = LoadScalarF32(c + i + 1);
+    const float se = LoadScalarF32(s + i), so = LoadScalarF32(s + i + 1);
+    if (bwd) {
+      StoreScalarF32(std::fma(xe, ce, xo * so), out + i);
+      StoreScalarF32(std::fma(xo, co, -(xe * se)), out + i + 1);
+    } else {
+      StoreScalarF32(std::fma(xe, ce, -(xo * se)), out + i);
+      StoreScalarF32(std::fma(xo, co, xe * so), out + i + 1);
+    }
+  }
+}
+
+// interleave-half: forward reads pairs (x[2k], x[2k+1]) and writes halves; backward the reverse.
+template <class TX, class TC>
+HWY_INLINE void InterleaveHalfRow(bool bwd, bool stream, const TX* in, TX* out, const TC* c, const TC* s,
+                                  int64_t width) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t h = width / 2;
+  int64_t k = 0;
+  for (; k + lanes <= h; k += lanes) {
+    const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
+    const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    if (bwd) {
+      const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
+      const VF even = hn::MulAdd(d1, c1, hn::Mul(d2, s2));
+      const VF odd = hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1)));
+      HWY_ALIGN float pairs[2 * hn::MaxLanes(df)];
+      hn::StoreInterleaved2(even, odd, df, pairs);
+      Put(df, hn::Load(df, pairs), out + 2 * k, stream);
+      Put(df, hn::Load(df, pairs + lanes), out + 2 * k + lanes, stream);
+    } else {
+      const VF lo = LoadF32(df, in + 2 * k), hi = LoadF32(df, in + 2 * k + lanes);
+      const VF xe = hn::ConcatEven(df, hi, lo), xo = hn::ConcatOdd(df, hi, lo);
+      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
+      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
+    }
+  }
+  for (; k < h; ++k) {
+    const float c1 = LoadScalarF32(c + k), c2 = LoadScalarF32(c + h + k);
+    const float s1 = LoadScalarF32(s + k), s2 = LoadScalarF32(s + h + k);
+    if (bwd) {
+      const float d1 = LoadScalarF32(in + k), d2 = LoadScalarF32(in + h + k);
+      StoreScalarF32(std::fma(d1, c1, d2 * s2), out + 2 * k);
+      StoreScalarF32(std::fma(d2, c2, -(d1 * s1)), out + 2 * k + 1);
+    } else {
+      const float xe = LoadScalarF32(in + 2 * k), xo = LoadScalarF32(in + 2 * k + 1);
+      StoreScalarF32(std::fma(xe, c1, -(xo * s1)), out + k);
+      StoreScalarF32(std::fma(xo, c2, xe * s2), out + h + k);
+    }
+  }
+}
+
+template <class TX, class TC>
+HWY_INLINE void RotateRowContiguous(const RotationConfig& cfg, const TX* in, TX* out, const TC* c, const TC* s) {
+  const int64_t width = cfg.width;
+  const bool bwd = cfg.backward, stream = cfg.stream_out;
+  switch (cfg.mode) {
+    case RotaryMode::kHalf: HalfBlockRow(bwd, stream, in, out, c, s, width / 2); break;
+    case RotaryMode::kQuarter: {
+      const int64_t h = width / 2;
+      HalfBlockRow(bwd, stream, in, out, c, s, width / 4);
+      HalfBlockRow(bwd, stream, in + h, out + h, c + h, s + h, width / 4);
+      break;
+    }
+    case RotaryMode::kInterleave: InterleaveRow(bwd, stream, in, out, c, s, width); break;
+    case RotaryMode::kInterleaveHalf: {
+      TX saved[kMaxWidth];
+      if (in == out) {  // outputs move across the row: read from a copy
+        std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
+        in = saved;
+      }
+      InterleaveHalfRow(bwd, stream, in, out, c, s, width);
+      break;
+    }
+  }
+}
+
+// Backward row with the cos/sin gradient accumulation (half / quarter block of 2h channels at o).
+template <class TX, class TC>
+HWY_INLINE void GradHalfBlockRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+                                 float* acc_c, float* acc_s, int64_t h) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  for (; j + lanes <= h; j += lanes) {
+    const VF d1 = LoadF32(df, in + j), d2 = LoadF32(df, in + h + j);
+    const VF x1 = LoadF32(df, x + j), x2 = LoadF32(df, x + h + j);
+    const VF c1 = LoadF32(df, c + j), c2 = LoadF32(df, c + h + j);
+    const VF s1 = LoadF32(df, s + j), s2 = LoadF32(df, s + h + j);
+    hn::StoreU(hn::MulAdd(d1, x1, hn::LoadU(df, acc_c + j)), df, acc_c + j);
+    hn::StoreU(hn::MulAdd(d2, x2, hn::LoadU(df, acc_c + h + j)), df, acc_c + h + j);
+    hn::StoreU(hn::MulAdd(d1, hn::Neg(x2), hn::LoadU(df, acc_s + j)), df, acc_s + j);
+    hn::StoreU(hn::MulAdd(d2, x1, hn::LoadU(df, acc_s + h + j)), df, acc_s + h + j);
+    Put(df, hn::MulAdd(d1, c1, hn::Mul(d2, s2)), out + j, stream);
+    Put(df, hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1))), out + h + j, stream);
+  }
+  for (; j < h; ++j) {
+    const float d1 = LoadScalarF32(in + j), d2 = LoadScalarF32(in + h + j);
+    const float x1 = LoadScalarF32(x + j), x2 = LoadScalarF32(x + h + j);
+    const float c1 = LoadScalarF32(c + j), c2 = LoadScalarF32(c + h + j);
+    const float s1 = LoadScalarF32(s + j), s2 = LoadScalarF32(s + h + j);
+    acc_c[j] = std::fma(d1, x1, acc_c[j]);
+    acc_c[h + j] = std::fma(d2, x2, acc_c[h + j]);
+    acc_s[j] = std::fma(d1, -x2, acc_s[j]);
+    acc_s[h + j] = std::fma(d2, x1, acc_s[h + j]);
+    StoreScalarF32(std::fma(d1, c1, d2 * s2), out + j);
+    StoreScalarF32(std::fma(d2, c2, -(d1 * s1)), out + h + j);
+  }
+}
+
+template <class TX, class TC>
+HWY_INLINE void GradInterleaveRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+                                  float* acc_c, float* acc_s, int64_t width) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= width; i += lanes) {
+    const VF d = LoadF32(df, in + i), xv = LoadF32(df, x + i);
+    const VF cv = LoadF32(df, c + i), sv = LoadF32(df, s + i);
+    const VF swapped = hn::Shuffle2301(xv);
+    const VF rot = hn::OddEven(swapped, hn::Neg(swapped));
+    hn::StoreU(hn::MulAdd(d, xv, hn::LoadU(df, acc_c + i)), df, acc_c + i);
+    hn::StoreU(hn::MulAdd(d, rot, hn::LoadU(df, acc_s + i)), df, acc_s + i);
+    const VF p = hn::Shuffle2301(hn::Mul(d, sv));
+    Put(df, hn::MulAdd(d, cv, hn::OddEven(hn::Neg(p), p)), out + i, stream);
+  }
+  for (; i < width; i += 2) {
+    const float de = LoadScalarF32(in + i), dodd = LoadScalarF32(in + i + 1);
+    const float xe = LoadScalarF32(x + i), xo = LoadScalarF32(x + i + 1);
+    const float ce = LoadScalarF32(c + i), co = LoadScalarF32(c + i + 1);
+    const float se = LoadScalarF32(s + i), so = LoadScalarF32(s + i + 1);
+    acc_c[i] = std::fma(de, xe, acc_c[i]);
+    acc_c[i + 1] = std::fma(dodd, xo, acc_c[i + 1]);
+    acc_s[i] = std::fma(de, -xo, acc_s[i]);
+    acc_s[i + 1] = std::fma(dodd, xe, acc_s[i + 1]);
+    StoreScalarF32(std::fma(de, ce, dodd * so), out + i);
+    StoreScalarF32(std::fma(dodd, co, -(de * se)), out + i + 1);
+  }
+}
+
+template <class TX, class TC>
+HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* out, const TX* x, const TC* c,
+                                  const TC* s, float* acc_c, float* acc_s) {
+  const int64_t width = cfg.width;
+  const bool stream = cfg.stream_out;
+  switch (cfg.mode) {
+    case RotaryMode::kQuarter: {
+      const int64_t h = width / 2;
+      GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 4);
+      GradHalfBlockRow(stream, in + h, out + h, x + h, c + h, s + h, acc_c + h, acc_s + h, width / 4);
+      break;
+    }
+    case RotaryMode::kInterleave: GradInterleaveRow(stream, in, out, x, c, s, acc_c, acc_s, width); break;
+    default: GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 2); break;
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// ------------------------------------------------------------------------------------------------
+// Row and group loops.
+
+template <class TX, class TC>
+void RotateStreamRows(const RowJob& job, const RowStream& st, int64_t begin, int64_t end) {
+  OuterCursor<4> cur(st.extent, st.stride, begin);
+  const TX* in = static_cast<const TX*>(st.in);
+  TX* out = static_cast<TX*>(st.out);
+  const TC* cos = static_cast<const TC*>(st.cos);
+  const TC* sin = static_cast<const TC*>(st.sin);
+  for (int64_t row = begin; row < end; ++row, cur.next()) {
+    const TX* row_in = in + cur.offset[kIn];
+    TX* row_out = out + cur.offset[kOut];
+    const TC* row_cos = cos + cur.offset[kCos];
+    const TC* row_sin = sin + cur.offset[kSin];
+#if HWY_TARGET != HWY_SCALAR
+    if (job.simd_rows) {
+      RotateRowContiguous(job.config, row_in, row_out, row_cos, row_sin);
+      continue;
+    }
+#endif
+    RotateRowStrided(job.config, st, row_in, row_out, row_cos, row_sin);
+  }
+}
+
+template <class TX, class TC>
+void RotateRows(const RowJob& job, int64_t begin, int64_t end) {
+  for (int i = 0; i < job.stream_count; ++i) {
+    const RowStream& st = job.streams[i];
+    const int64_t rows = st.rows();
+    const int64_t b = begin < 0 ? 0 : begin, e = end < rows ? end : rows;
+    if (b < e) RotateStreamRows<TX, TC>(job, st, b, e);
+    begin -= rows;
+    end -= rows;
+  }
+  if (job.config.stream_out) hwy::FlushStream();
+}
+
+template <class TX, class TC>
+void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
+  if (begin >= end) return;
+  const RotationConfig& cfg = job.config;
+  const int64_t width = cfg.width;
+  HWY_ALIGN float acc_c[2][kMaxWidth];
+  HWY_ALIGN float acc_s[2][kMaxWidth];
+  OuterCursor<10> group(job.group_extent, job.group_stride, begin);
+  for (int64_t g = begin; g < end; ++g, group.next()) {
+    const TC* c = static_cast<const TC*>(job.cos) + group.offset[kGCos];
+    const TC* s = static_cast<const TC*>(job.sin) + group.offset[kGSin];
+    for (int side_index = 0; side_index < 2; ++side_index) {
+      const GradSide& side = job.sides[side_index];
+      float* ac = acc_c[side_index];
+      float* as = acc_s[side_index];
+      std::fill(ac, ac + width, 0.0f);
+      std::fill(as, as + width, 0.0f);
+      const int64_t members = side.member_extent[0] * side.member_extent[1] * side.member_extent[2];
+      if (members == 0) continue;
+      const TX* in = static_cast<const TX*>(side.in) + group.offset[kGSide0 + 3 * side_index];
+      TX* out = static_cast<TX*>(side.out) + group.offset[kGSide0 + 3 * side_index + 1];
+      const TX* x = static_cast<const TX*>(side.x) + group.offset[kGSide0 + 3 * side_index + 2];
+      OuterCursor<3> member(side.member_extent, side.member_stride, 0);
+      for (int64_t m = 0; m < members; ++m, member.next()) {
+        const TX* row_in = in + member.offset[0];
+        TX* row_out = out + member.offset[1];
+        const TX* row_x = x + member.offset[2];
+#if HWY_TARGET != HWY_SCALAR
+        if (job.simd_rows) {
+          GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
+          continue;
+        }
+#endif
+        GradRowStrided(cfg, side, row_in, row_out, row_x, c, job.cs_step[0], s, job.cs_step[1], ac, as);
+      }
+    }
+    TC* dc = static_cast<TC*>(job.dcos) + group.offset[kGDcos];
+    TC* ds = static_cast<TC*>(job.dsin) + group.offset[kGDsin];
+    for (int64_t j = 0; j < width; ++j) {
+      StoreScalarF32(acc_c[0][j] + acc_c[1][j], dc + j * job.cs_step[2]);
+      StoreScalarF32(acc_s[0][j] + acc_s[1][j], ds + j * job.cs_step[3]);
+    }
+  }
+  if (cfg.stream_out) hwy::FlushStream();
+}
+
+// Kernel tables by storage type.
+template <class TX>
+RowKernel* PickRowKernelFor(DType cs) {
+  switch (cs) {
+    case DType::kF32: return &RotateRows<TX, float>;
+    case DType::kF16: return &RotateRows<TX, hwy::float16_t>;
+    case DType::kBF16: return &RotateRows<TX, hwy::bfloat16_t>;
+    default: return nullptr;
+  }
+}
+RowKernel* PickRowKernel(DType x, DType cs) {
+  switch (x) {
+    case DType::kF32: return PickRowKernelFor<float>(cs);
+    case DType::kF16: return PickRowKernelFor<hwy::float16_t>(cs);
+    case DType::kBF16: return PickRowKernelFor<hwy::bfloat16_t>(cs);
+    default: return nullptr;
+  }
+}
+template <class TX>
+GradKernel* PickGradKernelFor(DType cs) {
+  switch (cs) {
+    case DType::kF32: return &GradGroups<TX, float>;
+    case DType::kF16: return &GradGroups<TX, hwy::float16_t>;
+    case DType::kBF16: return &GradGroups<TX, hwy::bfloat16_t>;
+    default: return nullptr;
+  }
+}
+GradKernel* PickGradKernel(DType x, DType cs) {
+  switch (x) {
+    case DType::kF32: return PickGradKernelFor<float>(cs);
+    case DType::kF16: return PickGradKernelFor<hwy::float16_t>(cs);
+    case DType::kBF16: return PickGradKernelFor<hwy::bfloat16_t>(cs);
+    default: return nullptr;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace rope
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/isa_dispatch.h"
+
+namespace txops {
+namespace rope {
+
+RowKernel* select_row_kernel(Isa isa, const RotationConfig& config, Isa* chosen) {
+  *chosen = selected_isa(isa, TXOPS_AVX3_FN(PickRowKernel), TXOPS_AVX2_FN(PickRowKernel));
+  return TXOPS_SELECT_KERNEL(isa, PickRowKernel)(config.x_dtype, config.cs_dtype);
+}
+
+GradKernel* select_grad_kernel(Isa isa, const RotationConfig& config, Isa* chosen) {
+  *chosen = selected_isa(isa, TXOPS_AVX3_FN(PickGradKernel), TXOPS_AVX2_FN(PickGradKernel));
+  return TXOPS_SELECT_KERNEL(isa, PickGradKernel)(config.x_dtype, config.cs_dtype);
+}
+
+}  // namespace rope
+}  // namespace txops
+#endif  // HWY_ONCE

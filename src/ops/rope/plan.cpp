@@ -1,0 +1,168 @@
+// plan.cpp — planning the RoPE operators (see plan.h): row streams and groups from validated views, kernel
+// choice per ISA, thread count, non-temporal stores; the run closure with its TXOPS_VERBOSE line.
+#include "ops/rope/plan.h"
+
+#include <cstdio>
+#include <string>
+
+#include "core/parallel.h"
+#include "core/verbose.h"
+
+namespace txops {
+namespace rope {
+
+// Work below this many rotated channels per thread is not worth an OpenMP region (~2 us of fork/join).
+constexpr int64_t kMinChannelsPerThread = 32 * 1024;
+// Out-of-place outputs at least this large bypass the caches (streaming stores): they would not fit anyway.
+constexpr uint64_t kStreamingBytes = 4u << 20;
+
+static const char* byte_ptr(const void* p, int64_t elements, DType dtype) {
+  return static_cast<const char*>(p) + elements * static_cast<int64_t>(dtype_size(dtype));
+}
+
+void fill_row_stream(const TensorView& in, const TensorView& out, const TensorView& cos, const TensorView& sin,
+                     int64_t first, RowStream* st) {
+  const int last = in.ndim - 1;
+  const int slot0 = kOuterDims - last;  // right-align the outer dims into the three slots
+  for (int d = 0; d < last; ++d) {
+    const int slot = slot0 + d;
+    st->extent[slot] = in.shape[d];
+    st->stride[slot][kIn] = in.strides[d];
+    st->stride[slot][kOut] = out.strides[d];
+    st->stride[slot][kCos] = cos.shape[d] == 1 ? 0 : cos.strides[d];
+    st->stride[slot][kSin] = sin.shape[d] == 1 ? 0 : sin.strides[d];
+  }
+  st->step[kIn] = in.strides[last];
+  st->step[kOut] = out.strides[last];
+  st->step[kCos] = cos.strides[last];
+  st->step[kSin] = sin.strides[last];
+  st->in = byte_ptr(in.data, first * in.strides[last], in.dtype);
+  st->out = const_cast<char*>(byte_ptr(out.data, first * out.strides[last], out.dtype));
+  st->cos = cos.data;
+  st->sin = sin.data;
+}
+
+// Group dims: cos's dims of size > 1 (the same for q and k, which differ only in N, a dim cos broadcasts);
+// member dims: the others. Both are right-aligned into the three slots, in dim order.
+static int count_group_dims(const TensorView& cos) {
+  int groups = 0;
+  for (int d = 0; d < cos.ndim - 1; ++d) groups += cos.shape[d] > 1 ? 1 : 0;
+  return groups;
+}
+
+void fill_grad_side(const TensorView& in, const TensorView& out, const TensorView& x, const TensorView& cos,
+                    int side_index, GradJob* job) {
+  GradSide& side = job->sides[side_index];
+  const int last = in.ndim - 1;
+  const int group_dims = count_group_dims(cos);
+  int group_slot = kOuterDims - group_dims, member_slot = kOuterDims - (last - group_dims);
+  for (int d = 0; d < last; ++d) {
+    if (cos.shape[d] > 1) {
+      const int t = kGSide0 + 3 * side_index;
+      job->group_stride[group_slot][t] = in.strides[d];
+      job->group_stride[group_slot][t + 1] = out.strides[d];
+      job->group_stride[group_slot][t + 2] = x.strides[d];
+      ++group_slot;
+    } else {
+      side.member_extent[member_slot] = in.shape[d];
+      side.member_stride[member_slot][0] = in.strides[d];
+      side.member_stride[member_slot][1] = out.strides[d];
+      side.member_stride[member_slot][2] = x.strides[d];
+      ++member_slot;
+    }
+  }
+  side.in = in.data;
+  side.out = out.data;
+  side.x = x.data;
+  side.step[0] = in.strides[last];
+  side.step[1] = out.strides[last];
+  side.step[2] = x.strides[last];
+}
+
+void fill_grad_groups(const TensorView& cos, const TensorView& sin, const TensorView& dcos, const TensorView& dsin,
+                      GradJob* job) {
+  const int last = cos.ndim - 1;
+  int slot = kOuterDims - count_group_dims(cos);
+  for (int d = 0; d < last; ++d) {
+    if (cos.shape[d] <= 1) continue;
+    job->group_extent[slot] = cos.shape[d];
+    job->group_stride[slot][kGCos] = cos.strides[d];
+    job->group_stride[slot][kGSin] = sin.strides[d];
+    job->group_stride[slot][kGDcos] = dcos.strides[d];
+    job->group_stride[slot][kGDsin] = dsin.strides[d];
+    ++slot;
+  }
+  job->cos = cos.data;
+  job->sin = sin.data;
+  job->dcos = dcos.data;
+  job->dsin = dsin.data;
+  job->cs_step[0] = cos.strides[last];
+  job->cs_step[1] = sin.strides[last];
+  job->cs_step[2] = dcos.strides[last];
+  job->cs_step[3] = dsin.strides[last];
+}
+
+static std::string describe(const char* kernel, Isa isa, int threads, const RotationConfig& cfg,
+                            const TensorView& shape_of) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "kernel=%s isa=%s threads=%d mode=%s %s shape=%s x=%s cos=%s%s", kernel,
+                isa_name(isa), threads, rotary_mode_name(cfg.mode), cfg.backward ? "backward" : "forward",
+                shape_of.shape_string().c_str(), dtype_name(cfg.x_dtype), dtype_name(cfg.cs_dtype),
+                cfg.stream_out ? " stores=streaming" : "");
+  return buf;
+}
+
+Status plan_rows(const char* op_name, RowJob job, uint64_t out_of_place_bytes, const TensorView& shape_of,
+                 PreparedOp* op) {
+  job.config.stream_out = out_of_place_bytes >= kStreamingBytes;
+  job.simd_rows = true;
+  for (int i = 0; i < job.stream_count; ++i) {
+    for (int t = 0; t < 4; ++t) job.simd_rows = job.simd_rows && job.streams[i].step[t] == 1;
+  }
+  Isa isa = Isa::kScalar;
+  RowKernel* kernel = select_row_kernel(active_isa(), job.config, &isa);
+  int64_t rows = 0;
+  for (int i = 0; i < job.stream_count; ++i) rows += job.streams[i].rows();
+  const int threads = plan_threads(rows * job.config.width, kMinChannelsPerThread);
+  op->workspace_bytes = 0;
+  op->run = [job, kernel, isa, threads, rows, op_name, shape_of](void*) -> Status {
+    VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_rows_simd" : "rope_rows_strided", isa,
+                                                     threads, job.config, shape_of)
+                                          : std::string());
+    parallel_for(threads, rows, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
+    return Status();
+  };
+  return Status();
+}
+
+Status plan_grad_groups(const char* op_name, GradJob job, uint64_t out_of_place_bytes, const TensorView& shape_of,
+                        PreparedOp* op) {
+  job.config.stream_out = out_of_place_bytes >= kStreamingBytes;
+  job.simd_rows = job.cs_step[0] == 1 && job.cs_step[1] == 1;
+  for (const GradSide& side : job.sides) {
+    for (int t = 0; t < 3; ++t) job.simd_rows = job.simd_rows && side.step[t] == 1;
+  }
+  Isa isa = Isa::kScalar;
+  GradKernel* kernel = select_grad_kernel(active_isa(), job.config, &isa);
+  const int64_t groups = job.groups();
+  int64_t rows = 0;
+  for (const GradSide& side : job.sides) rows += side.member_extent[0] * side.member_extent[1] * side.member_extent[2];
+  const int threads = plan_threads(groups * (rows + 1) * job.config.width, kMinChannelsPerThread);
+  op->workspace_bytes = 0;
+  op->run = [job, kernel, isa, threads, groups, op_name, shape_of](void*) -> Status {
+    VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_grad_groups_simd" : "rope_grad_groups_strided",
+                                                     isa, threads, job.config, shape_of)
+                                          : std::string());
+    parallel_for(threads, groups, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
+    return Status();
+  };
+  return Status();
+}
+
+void plan_nothing(PreparedOp* op) {
+  op->workspace_bytes = 0;
+  op->run = [](void*) -> Status { return Status(); };
+}
+
+}  // namespace rope
+}  // namespace txops
