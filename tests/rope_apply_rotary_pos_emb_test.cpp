@@ -104,21 +104,20 @@ TEST(ApplyRotaryPosEmb, BitIdenticalForOneToFourThreads) {
   FailureBudget budget;
   for (Isa isa : all_isas()) {
     ScopedIsa scoped(isa);
-    for (bool backward : {false, true}) {
-      for (Layout layout : all_layouts()) {
-        for (bool cos_batch_one : {false, true}) {
-          ApplyRotaryCase c;
-          c.backward = backward, c.layout = layout, c.cos_batch_one = cos_batch_one, c.mode = RotaryMode::kHalf;
-          c.q_dtype = DType::kBF16, c.cs_dtype = DType::kF32, c.B = 4, c.S = 5, c.Nq = 7, c.Nk = 3, c.D = 64;
-          std::vector<uint64_t> first;
-          for (int threads = 1; threads <= 4; ++threads) {
-            ScopedThreads scoped_threads(threads);
-            std::vector<uint64_t> bits;
-            if (!budget.check(run_case(c, &bits), c.describe())) return;
-            if (threads == 1) first = bits;
-            EXPECT_TRUE(bits == first) << c.describe() << ": outputs differ from the 1-thread result";
-          }
-        }
+    // The forward once, the grad (with its gradCos / gradSin reductions) in every layout, cos batch B or 1.
+    for (int variant = 0; variant < 5; ++variant) {
+      ApplyRotaryCase c;
+      c.backward = variant > 0, c.layout = variant > 0 ? all_layouts()[variant - 1] : Layout::kBSND;
+      c.cos_batch_one = variant % 2 == 1, c.mode = variant == 2 ? RotaryMode::kInterleave : RotaryMode::kHalf;
+      // q + k = 131072 channels: enough for the planner to use 4 threads (>= 32K channels per thread).
+      c.q_dtype = DType::kBF16, c.cs_dtype = DType::kF32, c.B = 4, c.S = 8, c.Nq = 28, c.Nk = 4, c.D = 128;
+      std::vector<uint64_t> first;
+      for (int threads = 1; threads <= 4; ++threads) {
+        ScopedThreads scoped_threads(threads);
+        std::vector<uint64_t> bits;
+        if (!budget.check(run_case(c, &bits), c.describe())) return;
+        if (threads == 1) first = bits;
+        EXPECT_TRUE(bits == first) << c.describe() << ": outputs differ from the 1-thread result";
       }
     }
   }

@@ -88,7 +88,8 @@ TEST(InterleaveRope, BitIdenticalForOneToFourThreads) {
   for (Isa isa : all_isas()) {
     ScopedIsa scoped(isa);
     InterleaveRopeCase c;
-    c.x_dtype = DType::kBF16, c.cs_dtype = DType::kF32, c.B = 3, c.N = 7, c.S = 9, c.D = 66, c.Bc = 3, c.Sc = 9;
+    // 131072 channels: enough for the planner to use 4 threads (it wants >= 32K channels per thread).
+    c.x_dtype = DType::kBF16, c.cs_dtype = DType::kF32, c.B = 2, c.N = 16, c.S = 32, c.D = 128, c.Bc = 2, c.Sc = 32;
     std::vector<uint64_t> first;
     for (int threads = 1; threads <= 4; ++threads) {
       ScopedThreads scoped_threads(threads);
