@@ -82,7 +82,9 @@ TEST(GdrPrefill, HeadRatios) {
 
 TEST(GdrPrefill, OddHeadDims) {
   struct Dims { int64_t dk, dv; };
-  for (Dims d : {Dims{5, 31}, Dims{31, 5}, Dims{50, 96}, Dims{96, 50}, Dims{1, 1}}) {
+  // Odd sizes, and sizes around the vector widths (8 / 16 fp32 lanes, 32 bf16 lanes).
+  for (Dims d : {Dims{5, 31}, Dims{31, 5}, Dims{50, 96}, Dims{96, 50}, Dims{1, 1}, Dims{15, 16}, Dims{16, 17},
+                 Dims{17, 15}, Dims{7, 9}, Dims{33, 32}, Dims{32, 33}}) {
     PrefillConfig c;
     c.lengths = {70};
     c.dk = d.dk, c.dv = d.dv;
@@ -98,6 +100,14 @@ TEST(GdrPrefill, LargeHeadDims) {
   c.lengths = {kChunk + 3};
   c.dk = 256, c.dv = 256;
   c.act = DType::kF32;
+  check_against_reference(c);
+}
+
+// Qwen3-Next-like heads (GQA 2, Dk = Dv = 128) over several chunks and a ragged batch.
+TEST(GdrPrefill, RealisticHeadsManyChunks) {
+  PrefillConfig c;
+  c.lengths = {3 * kChunk + 44, 0, 2 * kChunk + 1};
+  c.nk = 2, c.nv = 4, c.dk = 128, c.dv = 128;
   check_against_reference(c);
 }
 
@@ -187,12 +197,14 @@ TEST(GdrPrefill, TwoCallsMatchOneCall) {
 
 // Every thread count gives the same bytes, for every ISA.
 TEST(GdrPrefill, BitIdenticalForAnyThreadCount) {
-  std::vector<PrefillConfig> configs(2);
+  std::vector<PrefillConfig> configs(3);
   configs[0].lengths = {2 * kChunk + 3, 0, kChunk, 7, 1};
   configs[0].nk = 2, configs[0].nv = 6, configs[0].dk = 32, configs[0].dv = 48;
   configs[1].lengths = {4 * kChunk + 1};
   configs[1].nk = 1, configs[1].nv = 2, configs[1].dk = 128, configs[1].dv = 128;
   configs[1].state = DType::kBF16;
+  configs[2].lengths = {3, 100, 0, 64, 65, 1, 20, 130};  // many sequences and heads: every partition is used
+  configs[2].nk = 4, configs[2].nv = 8, configs[2].dk = 64, configs[2].dv = 64;
   for (const PrefillConfig& c : configs) {
     PrefillProblem problem(c);
     for (Isa isa : isas_to_test()) {

@@ -14,7 +14,6 @@ namespace reference {
 namespace {
 
 // Element (i0, i1, ...) of a view, widened to double.
-double at(const TensorView& v, int64_t i0) { return load_f64(v.data, v.dtype, i0 * v.strides[0]); }
 double at(const TensorView& v, int64_t i0, int64_t i1) {
   return load_f64(v.data, v.dtype, i0 * v.strides[0] + i1 * v.strides[1]);
 }
