@@ -5,6 +5,7 @@
 #ifndef TXOPS_TOOLS_BENCH_CASE_H_
 #define TXOPS_TOOLS_BENCH_CASE_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,7 +29,8 @@ struct CheckResult {
 class BenchCase {
  public:
   virtual ~BenchCase() = default;
-  // Computes the fp64 reference from the pristine inputs (called once, before any run).
+  // Computes the fp64 reference from the pristine inputs (called once, after the first successful run; the
+  // reference never reads what the op overwrites: in-place cases keep a pristine copy).
   virtual void compute_reference() = 0;
   // Restores inputs an in-place op modifies to their pristine values.
   virtual void reset() {}
@@ -39,6 +41,8 @@ class BenchCase {
   virtual Status run_aclnn() { return Status(StatusCode::kRuntimeError, "no aclnn path for this case"); }
   // Compares the current outputs with the reference.
   virtual CheckResult check() = 0;
+  // The (contiguous) tensors the op writes, for the thread-count bit-identity check.
+  virtual std::vector<TensorView> outputs() const = 0;
 
   double bytes = 0;        // bytes the op must read + write, each tensor counted once
   double flops = 0;        // GDR: 6*Dk*Dv per token per value head
@@ -68,6 +72,8 @@ void accumulate_check(const char* name, const TensorView& y, const std::vector<d
                       const std::string& tolerance_row, CheckResult* result);
 // Turns a failed op status into a failed check.
 CheckResult failed_run(const Status& status);
+// A 64-bit hash of the bytes of contiguous tensors (the thread-count bit-identity check).
+uint64_t hash_outputs(const std::vector<TensorView>& views);
 
 }  // namespace bench
 }  // namespace txops

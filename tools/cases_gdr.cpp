@@ -105,6 +105,7 @@ class ChunkGdrCase : public BenchCase {
     return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view, scale_,
                                   out_.view, final_.view);
   }
+  std::vector<TensorView> outputs() const override { return {out_.view, final_.view}; }
   CheckResult check() override {
     CheckResult r;
     r.passed = true;
@@ -167,6 +168,7 @@ class RecurrentGdrCase : public BenchCase {
     return recurrent_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, state_.view, lens_.view, slots_.view,
                                       &g_.view, nullptr, nullptr, scale_, out_.view);
   }
+  std::vector<TensorView> outputs() const override { return {out_.view, state_.view}; }
   CheckResult check() override {
     CheckResult r;
     r.passed = true;

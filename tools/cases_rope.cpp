@@ -38,6 +38,23 @@ CheckResult failed_run(const Status& status) {
   return r;
 }
 
+uint64_t hash_outputs(const std::vector<TensorView>& views) {
+  uint64_t h = 0x6A09E667F3BCC908ull;
+  for (const TensorView& v : views) {
+    const size_t bytes = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
+    const unsigned char* p = static_cast<const unsigned char*>(v.data);
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      h = (h ^ w) * 0x100000001B3ull;
+      h ^= h >> 29;
+    }
+    for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+  }
+  return h;
+}
+
 namespace {
 
 // An aclTensor over a contiguous HostTensor, destroyed with it.
@@ -111,6 +128,10 @@ class RopeGradCase : public BenchCase {
                                      RotaryMode::kHalf, Layout::kBSND, gq_.view, gk_.view,
                                      with_qk_ ? &gcos_.view : nullptr, with_qk_ ? &gsin_.view : nullptr);
   }
+  std::vector<TensorView> outputs() const override {
+    if (with_qk_) return {gq_.view, gk_.view, gcos_.view, gsin_.view};
+    return {gq_.view, gk_.view};
+  }
   CheckResult check() override {
     CheckResult r;
     r.passed = true;
@@ -174,6 +195,7 @@ class RopeV2Case : public BenchCase {
     if (st != ACLNN_SUCCESS) return acl_status(st);
     return acl_status(aclnnApplyRotaryPosEmbV2(workspace_.get(ws), ws, exec, nullptr));
   }
+  std::vector<TensorView> outputs() const override { return {q_.view, k_.view}; }
   CheckResult check() override {
     CheckResult r;
     r.passed = true;
@@ -220,6 +242,7 @@ class InterleaveRopeCase : public BenchCase {
     if (st != ACLNN_SUCCESS) return acl_status(st);
     return acl_status(aclnnInterleaveRope(workspace_.get(ws), ws, exec, nullptr));
   }
+  std::vector<TensorView> outputs() const override { return {out_.view}; }
   CheckResult check() override {
     CheckResult r;
     r.passed = true;
@@ -259,6 +282,7 @@ class PartialRotaryCase : public BenchCase {
     return backward_ ? inplace_partial_rotary_mul_grad(x_.view, cos_.view, sin_.view, mode_, lo_, hi_)
                      : inplace_partial_rotary_mul(x_.view, cos_.view, sin_.view, mode_, lo_, hi_);
   }
+  std::vector<TensorView> outputs() const override { return {x_.view}; }
   CheckResult check() override {
     CheckResult r;
     r.passed = true;
