@@ -48,7 +48,7 @@ def test_operator_errors_carry_txops_message():
     with pytest.raises(TypeError, match=r"^txops::interleave_rope: .*dtype.*, got") as info:
         txops.interleave_rope(x.double(), cos.double(), sin.double())
     assert info.value.code == 161002
-    with pytest.raises(ValueError, match=r"^txops::inplace_partial_rotary_mul: .*mode.*, got 7"):
+    with pytest.raises(ValueError, match=r"^txops::inplace_partial_rotary_mul: rotaryMode must be .*, got 7$"):
         txops.inplace_partial_rotary_mul(x, cos, sin, rotary_mode=7)
 
 

@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""py_bench.py — txops from Python against PyTorch eager, per shape suite case (shared/performance.md), and the
+per-call overhead of the Python binding.
+
+For each case both sides get the same tensors (shapes, dtype, thread count): txops through the txops package
+(DLPack, no copies), PyTorch as a user writes it — the RoPE formulas and the chunked gated delta rule of
+bench/torch_rope.py and bench/torch_gdr.py (imported, not repeated here), autograd for the backward ops. The
+table gives minimum times and the ratio torch/txops (> 1: txops faster).
+
+Overhead: for decode-sized calls, the time of one call from Python (torch and numpy) minus the time of the same
+C++ API call (txops::xxx, timed in a C++ loop inside the extension module), i.e. what the binding adds.
+
+Run: PYTHONPATH=python /usr/bin/python3 bench/py_bench.py [--quick] [--threads N] [--dtype bf16] [--suite S]
+(the script re-executes itself with MALLOC_MMAP_MAX_=0 OPENBLAS_NUM_THREADS=1, PyTorch's best configuration).
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+import torch_common as tc  # noqa: E402
+
+tc.ensure_tuned_env()
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch_gdr  # noqa: E402
+import torch_rope  # noqa: E402
+
+import txops  # noqa: E402
+from txops import _txops  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+MODES = ["half", "interleave", "quarter", "interleave-half"]
+
+
+def rope_table(batch, seq, heads, dim, dtype, duplicated_halves=True):
+    """Real RoPE tables: angle = position * 10000^(-2i/dim), halves repeated (half layouts) or pairs (interleave)."""
+    inv_freq = 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = torch.arange(seq, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    angles = torch.cat((angles, angles), -1) if duplicated_halves else angles.repeat_interleave(2, -1)
+    shape = (batch, seq, heads, dim)
+    angles = angles.reshape(1, seq, 1, dim).expand(shape)
+    return angles.cos().to(dtype).contiguous(), angles.sin().to(dtype).contiguous()
+
+
+def uniform(shape, dtype, seed):
+    return (torch.rand(shape, generator=torch.Generator().manual_seed(seed)) * 2 - 1).to(dtype)
+
+
+# ---- the cases: each returns (txops call, torch call) on the same tensors ------------------------------------
+def llama_train(dtype, scale, with_qk):
+    S = 8192 // scale
+    q, k = uniform((1, S, 32, 128), dtype, 1), uniform((1, S, 8, 128), dtype, 2)
+    cos, sin = rope_table(1, S, 1, 128, dtype)
+    gq, gk = uniform(q.shape, dtype, 3), uniform(k.shape, dtype, 4)
+    tq, tk = q.clone().requires_grad_(), k.clone().requires_grad_()
+    tc_, ts = cos.clone().requires_grad_(with_qk), sin.clone().requires_grad_(with_qk)
+    yq, yk = torch_rope.rope_half(tq, tc_, ts), torch_rope.rope_half(tk, tc_, ts)
+    inputs = (tq, tk, tc_, ts) if with_qk else (tq, tk)
+    extra = dict(query=q, key=k) if with_qk else {}
+    return (lambda: txops.apply_rotary_pos_emb_grad(gq, gk, cos, sin, **extra),
+            lambda: torch.autograd.grad((yq, yk), inputs, (gq, gk), retain_graph=True))
+
+
+def llama_decode(dtype, scale):
+    q, k = uniform((64, 1, 32, 128), dtype, 1), uniform((64, 1, 8, 128), dtype, 2)
+    cos, sin = rope_table(64, 1, 1, 128, dtype)
+    tq, tk = q.clone(), k.clone()
+
+    def torch_call():
+        tq.copy_(torch_rope.rope_half(tq, cos, sin))
+        tk.copy_(torch_rope.rope_half(tk, cos, sin))
+    return lambda: txops.apply_rotary_pos_emb(q, k, cos, sin), torch_call
+
+
+def mla(dtype, scale, decode):
+    B, S = (32, 1) if decode else (1, 4096 // scale)
+    x = uniform((B, 128, S, 64), dtype, 1)
+    cos, sin = rope_table(B if decode else 1, S, 1, 64, dtype)
+    cos, sin = cos.transpose(1, 2), sin.transpose(1, 2)  # (Bc, 1, S, D)
+    out = torch.empty_like(x)
+    return (lambda: txops.interleave_rope(x, cos, sin, out=out),
+            lambda: torch_rope.rope_interleave_half(x, cos, sin))
+
+
+def partial(dtype, scale, mode, backward):
+    S = 4096 // scale
+    x = uniform((4, S, 16, 192), dtype, 1)
+    cos, sin = rope_table(1, S, 1, 64, dtype, duplicated_halves=mode != 1)
+    formula = torch_rope.MODES[MODES[mode]]
+    tx = x.clone()
+    if backward:
+        x_slice = tx[..., 128:].clone().requires_grad_()
+        y = formula(x_slice, cos, sin)
+
+        def torch_call():
+            dys = tx[..., 128:]
+            dys.copy_(torch.autograd.grad(y, x_slice, dys, retain_graph=True)[0])
+        return (lambda: txops.inplace_partial_rotary_mul_backward(x, cos, sin, rotary_mode=mode,
+                                                                   partial_slice=(128, 192)), torch_call)
+
+    def torch_call():
+        xs = tx[..., 128:]
+        xs.copy_(formula(xs, cos, sin))
+    return (lambda: txops.inplace_partial_rotary_mul(x, cos, sin, rotary_mode=mode, partial_slice=(128, 192)),
+            torch_call)
+
+
+def gdr_inputs(T, dtype):
+    gen = torch.Generator().manual_seed(2)
+    q = torch_gdr.unit_rows((T, 16, 128), dtype, gen)
+    k = torch_gdr.unit_rows((T, 16, 128), dtype, gen)
+    v = (torch.rand(T, 32, 128, generator=gen) * 2 - 1).to(dtype)
+    beta = (torch.rand(T, 32, generator=gen) * 0.9 + 0.05).to(dtype)
+    g = -torch.rand(T, 32, generator=gen) * 0.2
+    return q, k, v, beta, g
+
+
+def qwen_prefill(dtype, scale, batch, variant):
+    T = 8192 // scale
+    lengths = torch_gdr.sequence_lengths(T, batch, variant)
+    q, k, v, beta, g = gdr_inputs(T, dtype)
+    init = uniform((batch, 32, 128, 128), torch.float32, 5) * 0.1
+    lengths_i32 = torch.tensor(lengths, dtype=torch.int32)
+    s = 128 ** -0.5
+    return (lambda: txops.chunk_gated_delta_rule(q, k, v, beta, init, lengths_i32, g=g, scale=s),
+            lambda: torch_gdr.chunk_gdr(q, k, v, beta, g, init, lengths, s))
+
+
+def qwen_decode(dtype, scale):
+    B, pool_size = 64, 256
+    q, k, v, beta, g = gdr_inputs(B, dtype)
+    pool = uniform((pool_size, 32, 128, 128), dtype, 6) * 0.1
+    slots = torch.tensor([(t * 97 + 5) % pool_size for t in range(B)])
+    slots_i32 = slots.to(torch.int32)
+    ones = torch.ones(B, dtype=torch.int32)
+    torch_pool = pool.clone()
+    s = 128 ** -0.5
+    return (lambda: txops.recurrent_gated_delta_rule(q, k, v, beta, pool, ones, slots_i32, g=g, scale=s),
+            lambda: torch_gdr.recurrent_decode(torch_pool, slots, q, k, v, beta, g, s))
+
+
+def cases(scale):
+    yield "llama3-8b-train", "apply_rotary_pos_emb_grad with_qk", lambda d: llama_train(d, scale, True)
+    yield "llama3-8b-train", "apply_rotary_pos_emb_grad", lambda d: llama_train(d, scale, False)
+    yield "llama3-8b-decode", "apply_rotary_pos_emb", lambda d: llama_decode(d, scale)
+    yield "deepseek-v3-mla", "interleave_rope decode", lambda d: mla(d, scale, True)
+    yield "deepseek-v3-mla", "interleave_rope prefill", lambda d: mla(d, scale, False)
+    for mode in range(4):
+        yield "deepseek-v3-partial", f"inplace_partial_rotary_mul {MODES[mode]}", \
+            lambda d, m=mode: partial(d, scale, m, False)
+        yield "deepseek-v3-partial", f"inplace_partial_rotary_mul_backward {MODES[mode]}", \
+            lambda d, m=mode: partial(d, scale, m, True)
+    yield "qwen3-next-prefill", "chunk_gated_delta_rule 1x8192", lambda d: qwen_prefill(d, scale, 1, "equal")
+    yield "qwen3-next-prefill", "chunk_gated_delta_rule 8x1024", lambda d: qwen_prefill(d, scale, 8, "equal")
+    yield "qwen3-next-prefill", "chunk_gated_delta_rule ragged", lambda d: qwen_prefill(d, scale, 8, "ragged")
+    yield "qwen3-next-decode", "recurrent_gated_delta_rule", lambda d: qwen_decode(d, scale)
+
+
+def min_time(fn, budget_s, max_reps):
+    t_min, _, _ = tc.time_fn(fn, budget_s, max_reps)
+    return t_min
+
+
+# ---- per-call overhead of the binding -------------------------------------------------------------------------
+def per_call_seconds(fn, calls):
+    fn()
+    best = math.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def cpp_seconds(fn, calls):
+    """One binding call running the C++ API `calls` times back to back; the mean of one C++ call (best of 5)."""
+    _txops._set_repeat(calls)
+    try:
+        best = math.inf
+        for _ in range(5):
+            fn()
+            best = min(best, _txops._last_cpp_seconds())
+        return best
+    finally:
+        _txops._set_repeat(1)
+
+
+def overhead_report(dtype):
+    print("# per-call overhead from Python: time of one Python call minus the same C++ API call (best of 5)")
+    print(f"{'call':<58} {'C++ us':>8} {'py torch us':>12} {'+us':>6} {'py numpy us':>12} {'+us':>6}")
+    np_dtype = np.float32  # numpy has no bf16
+    shapes = [("interleave_rope x (1,1,1,64)", (1, 1, 1, 64)), ("interleave_rope x (32,128,1,64) decode", (32, 128, 1, 64))]
+    for name, shape in shapes:
+        row = []
+        for framework in ("torch", "numpy"):
+            x = uniform(shape, dtype if framework == "torch" else torch.float32, 1)
+            cos, sin = (t.transpose(1, 2) for t in rope_table(shape[0], 1, 1, shape[3], x.dtype))
+            out = torch.empty_like(x)
+            if framework == "numpy":
+                x, cos, sin, out = (t.contiguous().numpy() for t in (x, cos, sin, out))
+            fn = lambda: txops.interleave_rope(x, cos, sin, out=out)  # noqa: E731
+            row.append((cpp_seconds(fn, 2000), per_call_seconds(fn, 2000)))
+        print(f"{name + ' (' + str(dtype).replace('torch.', '') + ' / fp32)':<58} {row[0][0] * 1e6:8.2f} "
+              f"{row[0][1] * 1e6:12.2f} {(row[0][1] - row[0][0]) * 1e6:6.2f} {row[1][1] * 1e6:12.2f} "
+              f"{(row[1][1] - row[1][0]) * 1e6:6.2f}")
+    q, k = uniform((64, 1, 32, 128), dtype, 1), uniform((64, 1, 8, 128), dtype, 2)
+    cos, sin = rope_table(64, 1, 1, 128, dtype)
+    fn = lambda: txops.apply_rotary_pos_emb(q, k, cos, sin)  # noqa: E731
+    cpp, py = cpp_seconds(fn, 2000), per_call_seconds(fn, 2000)
+    print(f"{'apply_rotary_pos_emb llama3-8b-decode (torch)':<58} {cpp * 1e6:8.2f} {py * 1e6:12.2f} "
+          f"{(py - cpp) * 1e6:6.2f}")
+    del np_dtype
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--quick", action="store_true", help="sequence lengths / 8 (a smoke run)")
+    parser.add_argument("--threads", type=int, default=0, help="threads for both sides (default: txops' default)")
+    parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
+    parser.add_argument("--suite", default="", help="only cases of this suite")
+    parser.add_argument("--budget-s", type=float, default=0.5, help="time budget per case and side")
+    parser.add_argument("--max-reps", type=int, default=10)
+    parser.add_argument("--no-overhead", action="store_true", help="skip the per-call overhead table")
+    args = parser.parse_args()
+    dtype = DTYPES[args.dtype]
+    threads = args.threads or txops.num_threads()
+    txops.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    scale = 8 if args.quick else 1
+    print(f"# txops from Python vs PyTorch {torch.__version__} eager; {args.dtype}, {threads} thread(s), "
+          f"ISA {txops.active_isa()}; env " + " ".join(f"{k}={v}" for k, v in tc.TUNED_ENV.items())
+          + ("; --quick: sequence lengths / 8" if args.quick else ""))
+    print(f"{'suite':<20} {'case':<48} {'txops_ms':>10} {'torch_ms':>10} {'torch/txops':>11}")
+    ratios = []
+    for suite, name, build in cases(scale):
+        if args.suite and suite != args.suite:
+            continue
+        txops_call, torch_call = build(dtype)
+        try:
+            txops_s = min_time(txops_call, args.budget_s, args.max_reps)
+        except (NotImplementedError, ValueError, TypeError, RuntimeError) as error:
+            print(f"{suite:<20} {name:<48} {'failed':>10}  {str(error).splitlines()[0]}")
+            continue
+        torch_s = min_time(torch_call, args.budget_s, args.max_reps)
+        ratios.append(torch_s / txops_s)
+        print(f"{suite:<20} {name:<48} {txops_s * 1e3:10.3f} {torch_s * 1e3:10.3f} {torch_s / txops_s:10.2f}x")
+        sys.stdout.flush()
+        del txops_call, torch_call
+    if ratios:
+        print(f"# geometric mean torch/txops over {len(ratios)} case(s): {tc.geomean(ratios):.2f}x")
+    if not args.no_overhead:
+        try:
+            overhead_report(dtype)
+        except (NotImplementedError, ValueError, TypeError, RuntimeError) as error:
+            print(f"# overhead: not measured ({str(error).splitlines()[0]})")
+
+
+if __name__ == "__main__":
+    main()
