@@ -106,5 +106,31 @@ TEST(RopeReference, ApplyWithNarrowerCosRotatesOnlyTheFirstChannels) {
   EXPECT_EQ(fk, (std::vector<double>{6 * 2 - 5 * 5, 5 * 3 + 6 * 7, 4, 3, 2, 1}));
 }
 
+// The helpers the sweeps rely on notice what they are meant to notice.
+TEST(RopeTestSupport, GuardedTensorSeesWritesOutsideTheAllowedElements) {
+  std::mt19937 rng(1);
+  GuardedTensor t(&rng, DType::kF16, {2, 3, 4}, ViewStyle::kPadded);
+  const auto before = t.snapshot();
+  uint16_t* data = static_cast<uint16_t*>(t.view().data);
+  data[t.view().strides[1] * 2] ^= 1;  // element (0, 2, 0)
+  EXPECT_EQ(t.unexpected_changes(before, [](const int64_t* idx) { return idx[1] == 2; }), "");
+  EXPECT_NE(t.unexpected_changes(before, [](const int64_t* idx) { return idx[1] != 2; }), "");
+  data[4] ^= 1;  // the padding after row (0, 0): not an element
+  EXPECT_NE(t.unexpected_changes(before, [](const int64_t*) { return true; }), "");
+  EXPECT_TRUE(t.guards_intact());
+  data[-4] ^= 1;  // before the view's first element: offset area, then the guard further out
+  EXPECT_NE(t.unexpected_changes(before, [](const int64_t*) { return true; }), "");
+  static_cast<uint8_t*>(t.view().data)[-(3 * 2) - 1] ^= 1;  // last guard byte before the storage
+  EXPECT_FALSE(t.guards_intact());
+}
+
+TEST(RopeTestSupport, StrideZeroBroadcastAliasesElements) {
+  std::mt19937 rng(2);
+  GuardedTensor t(&rng, DType::kF32, {3, 2, 4}, ViewStyle::kOffset, -1, 1, {true, false, false});
+  EXPECT_EQ(t.view().strides[0], 0);
+  const std::vector<double> v = t.values();
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(v[i], v[8 + i]);
+}
+
 }  // namespace
 }  // namespace txops
