@@ -163,12 +163,16 @@ txops::TensorView ImportedTensors::view(py::handle object, const char* param) {
     raise_with_code(PyExc_ValueError, static_cast<int>(txops::StatusCode::kNullptr),
                     std::string(param) + " must be a tensor, got None");
   }
-  if (!py::hasattr(object, "__dlpack__")) {
+  PyObject* exporter = PyObject_GetAttrString(object.ptr(), "__dlpack__");
+  if (exporter == nullptr) {
+    PyErr_Clear();
     raise_with_code(PyExc_TypeError, kParamInvalid,
                     std::string(param) + " must be an array with __dlpack__ (torch.Tensor, numpy.ndarray) or a "
-                                         "DLPack capsule, got " + std::string(py::str(py::type::handle_of(object).attr("__name__"))));
+                                         "DLPack capsule, got " + Py_TYPE(object.ptr())->tp_name);
   }
-  py::object capsule = object.attr("__dlpack__")();
+  py::object capsule = py::reinterpret_steal<py::object>(PyObject_CallNoArgs(exporter));
+  Py_DECREF(exporter);
+  if (!capsule) throw py::error_already_set();
   return from_capsule(capsule, param);
 }
 

@@ -2,8 +2,8 @@
 to the extension module without a copy, and allocating outputs in the caller's framework.
 
 Tensors go to the C++ module as DLPack capsules (torch: ``torch.utils.dlpack.to_dlpack``, which unlike
-``Tensor.__dlpack__`` also accepts tensors that require grad) or as the array itself (numpy: the module calls
-``__dlpack__``). numpy refuses to export read-only arrays (``np.broadcast_to`` views, for instance), so those go
+``Tensor.__dlpack__`` also accepts tensors that require grad; numpy: ``ndarray.__dlpack__``); any other object
+goes as it is and the module calls its ``__dlpack__``. numpy refuses to export read-only arrays (``np.broadcast_to`` views, for instance), so those go
 as a raw ``(address, dtype code, shape, strides)`` tuple; the array stays alive for the duration of the call.
 """
 import sys
@@ -39,11 +39,12 @@ def is_torch(x):
 
 
 def export(x):
-    """What the extension module receives for x: a DLPack capsule, the array itself, or a raw view tuple."""
+    """What the extension module receives for x: a DLPack capsule, a raw view tuple, or x itself (other
+    objects: the module calls their __dlpack__)."""
     if isinstance(x, _torch_tensor):
         return _to_dlpack(x)
     if isinstance(x, np.ndarray):
-        return x if x.flags.writeable else _raw_numpy_view(x)
+        return x.__dlpack__() if x.flags.writeable else _raw_numpy_view(x)
     if x is None:
         return None
     if _torch is None and _find_torch() is not None and isinstance(x, _torch_tensor):
@@ -111,6 +112,7 @@ def grad_needed(*tensors):
     """True when torch autograd must record a call on these tensors."""
     if _torch is None:
         _find_torch()
-    if _torch is None or not _torch.is_grad_enabled():
-        return False
-    return any(isinstance(t, _torch_tensor) and t.requires_grad for t in tensors)
+    for t in tensors:  # requires_grad first: it is cheaper than asking torch whether grad mode is on
+        if isinstance(t, _torch_tensor) and t.requires_grad:
+            return _torch.is_grad_enabled()
+    return False
