@@ -371,7 +371,7 @@ void StageOut(const float* src, const GdrProblem& p, int64_t dkp, const HeadStat
     StoreRowF32(src + r * dkp, p.key_dim, dst.base + r * dst.row_stride, dst.col_stride);
 }
 
-// Scratch layout of one thread (floats): the staged state, then the token pack.
+// Scratch layout of one thread (floats): the token pack, then the staged fp32 states.
 TokenPack CarveScratch(const GdrPlan& plan, float* scratch, float** staged_state) {
   const int64_t dkp = plan.layout.key_dim_padded, dv = plan.problem.value_dim, tb = kGdrTokenBlock;
   TokenPack tp;
@@ -383,7 +383,6 @@ TokenPack CarveScratch(const GdrPlan& plan, float* scratch, float** staged_state
     cursor += (floats + 15) / 16 * 16;
     return p;
   };
-  *staged_state = take(dv * dkp);
   tp.key = take(tb * dkp);
   tp.decayed_key = take(tb * dkp);
   tp.query = take(tb * dkp);
@@ -394,20 +393,57 @@ TokenPack CarveScratch(const GdrPlan& plan, float* scratch, float** staged_state
   tp.value = take(tb * dv);
   tp.beta = take(tb);
   tp.out = take(tb * dv);
+  *staged_state = cursor;  // plan.staged_heads states of dv x dkp floats
   return tp;
 }
 
-// One (sequence, head): prefill or decode, staged or direct.
+// Runs one token block of one head on its staged fp32 state with the kernel the layout allows.
+void RunTokenBlock(const GdrPlan& plan, const TokenPack& tp, int64_t n, float* staged) {
+  const int64_t vectors = plan.layout.vectors_per_row;
+  if (!plan.problem.decode && !tp.decay && TokenMajorFits(vectors)) {
+    TokenMajorTokens(vectors, tp, n, staged);
+  } else if (plan.layout.register_rows > 0) {
+    RegisterRowsTokens<float>(vectors, tp, n, staged, plan.layout.key_dim_padded, staged, nullptr,
+                              plan.layout.key_dim_padded);
+  } else {
+    GenericRowsTokens(tp, n, staged);
+  }
+}
+
+// Prefill: value heads [h_begin, h_end) of sequence b. Token blocks outermost, heads inside, so the rows of a
+// token block (all heads of a token share a few pages) are read while they are hot; the fp32 states of the
+// heads stay staged in scratch for the whole sequence.
 template <class TA, class TS>
-void RunSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratch, const void* snapshot) {
+void PrefillSequenceHeads(const GdrPlan& plan, int64_t b, int64_t h_begin, int64_t h_end, float* scratch) {
   const GdrProblem& p = plan.problem;
   const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1], dkp = plan.layout.key_dim_padded;
+  const int64_t state_floats = p.value_dim * dkp;
   float* staged = nullptr;
   const TokenPack tp = CarveScratch(plan, scratch, &staged);
-  const HeadState<TS> start = t_end > t_begin || !p.decode ? StartState<TS>(plan, b, h, snapshot) : HeadState<TS>{};
+  for (int64_t h = h_begin; h < h_end; ++h)
+    StageIn(StartState<TS>(plan, b, h, nullptr), p, dkp, staged + (h - h_begin) * state_floats);
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += kGdrTokenBlock) {
+    const int64_t n = t_end - t0 < kGdrTokenBlock ? t_end - t0 : kGdrTokenBlock;
+    for (int64_t h = h_begin; h < h_end; ++h) {
+      PackTokens<TA>(p, h, t0, n, tp);
+      RunTokenBlock(plan, tp, n, staged + (h - h_begin) * state_floats);
+      StoreOutputs<TA>(p, h, t0, n, tp.out);
+    }
+  }
+  for (int64_t h = h_begin; h < h_end; ++h)
+    StageOut(staged + (h - h_begin) * state_floats, p, dkp, PoolHead<TS>(p.state_out, b, h));
+}
 
-  if (plan.direct_state) {  // decode, rows straight from / to the pool (whole sequence in one token block)
-    if (t_end == t_begin) return;
+// Decode: one (sequence, head); each token's state goes to its slot.
+template <class TA, class TS>
+void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratch, const void* snapshot) {
+  const GdrProblem& p = plan.problem;
+  const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1], dkp = plan.layout.key_dim_padded;
+  if (t_end == t_begin) return;  // an empty sequence reads and writes nothing
+  float* staged = nullptr;
+  const TokenPack tp = CarveScratch(plan, scratch, &staged);
+  const HeadState<TS> start = StartState<TS>(plan, b, h, snapshot);
+  if (plan.direct_state) {  // rows straight from / to the pool (the whole sequence is one token block)
     TS* token_out[kGdrTokenBlock] = {};
     for (int64_t t = t_begin; t < t_end; ++t) token_out[t - t_begin] = PoolHead<TS>(p.state_out, p.write_slot[t], h).base;
     PackTokens<TA>(p, h, t_begin, t_end - t_begin, tp);
@@ -416,35 +452,33 @@ void RunSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratch, 
     StoreOutputs<TA>(p, h, t_begin, t_end - t_begin, tp.out);
     return;
   }
-
-  if (p.decode && t_end == t_begin) return;
   StageIn(start, p, dkp, staged);
-  // Decode writes each token's state to its slot, so it steps one token at a time; prefill a block at a time.
-  const int64_t step = p.decode ? 1 : kGdrTokenBlock;
-  for (int64_t t0 = t_begin; t0 < t_end; t0 += step) {
-    const int64_t n = t_end - t0 < step ? t_end - t0 : step;
-    PackTokens<TA>(p, h, t0, n, tp);
-    if (!p.decode && !tp.decay && TokenMajorFits(plan.layout.vectors_per_row)) {
-      TokenMajorTokens(plan.layout.vectors_per_row, tp, n, staged);
-    } else if (plan.layout.register_rows > 0) {
-      RegisterRowsTokens<float>(plan.layout.vectors_per_row, tp, n, staged, dkp, staged, nullptr, dkp);
-    } else {
-      GenericRowsTokens(tp, n, staged);
-    }
-    StoreOutputs<TA>(p, h, t0, n, tp.out);
-    if (p.decode) StageOut(staged, p, dkp, PoolHead<TS>(p.state_out, p.write_slot[t0], h));
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    PackTokens<TA>(p, h, t, 1, tp);
+    RunTokenBlock(plan, tp, 1, staged);
+    StoreOutputs<TA>(p, h, t, 1, tp.out);
+    StageOut(staged, p, dkp, PoolHead<TS>(p.state_out, p.write_slot[t], h));
   }
-  if (!p.decode) StageOut(staged, p, dkp, PoolHead<TS>(p.state_out, b, h));
 }
 
 template <class TA, class TS>
 void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot) {
   const GdrProblem& p = plan.problem;
+  const int64_t nv = p.num_value_heads;
+  if (!p.decode) {  // items (sequence, head), grouped by sequence
+    for (int64_t item = begin; item < end;) {
+      const int64_t b = item / nv, h_begin = item % nv;
+      const int64_t h_end = end - item < nv - h_begin ? h_begin + (end - item) : nv;
+      PrefillSequenceHeads<TA, TS>(plan, b, h_begin, h_end, scratch);
+      item += h_end - h_begin;
+    }
+    return;
+  }
   for (int64_t item = begin; item < end; ++item) {
     if (plan.heads_only) {  // item = head; sequences in order
-      for (int64_t b = 0; b < p.batch; ++b) RunSequenceHead<TA, TS>(plan, b, item, scratch, snapshot);
+      for (int64_t b = 0; b < p.batch; ++b) DecodeSequenceHead<TA, TS>(plan, b, item, scratch, snapshot);
     } else {  // item = (sequence, head)
-      RunSequenceHead<TA, TS>(plan, item / p.num_value_heads, item % p.num_value_heads, scratch, snapshot);
+      DecodeSequenceHead<TA, TS>(plan, item / nv, item % nv, scratch, snapshot);
     }
   }
 }

@@ -78,8 +78,11 @@ void plan_common(GdrPlan* plan, Isa isa) {
   plan->layout = select_gdr_layout(isa)(p.key_dim);
   const int64_t dkp = plan->layout.key_dim_padded, dv = p.value_dim, tb = kGdrTokenBlock;
   auto rounded = [](int64_t f) { return (f + 15) / 16 * 16; };
-  plan->scratch_floats = rounded(dv * dkp) + 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb);
   plan->threads = plan_threads(plan->items, work_items_min(p));
+  // Prefill stages the fp32 states of every head a thread owns in one sequence (at most Nv, at most its items).
+  const int64_t items_per_thread = (plan->items + plan->threads - 1) / plan->threads;
+  const int64_t staged_heads = p.decode ? 1 : (items_per_thread < p.num_value_heads ? items_per_thread + 1 : p.num_value_heads);
+  plan->scratch_floats = 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
 }
 
 }  // namespace
