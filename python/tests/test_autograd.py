@@ -133,3 +133,24 @@ def test_no_graph_without_requires_grad():
     assert txops.interleave_rope(x, cos, sin).grad_fn is None
     with torch.no_grad():
         assert txops.interleave_rope(x.requires_grad_(), cos, sin).grad_fn is None
+
+
+def test_apply_rotary_pos_emb_on_views_in_a_graph():
+    """q and k as views of one projection (the usual model code): in place on the caller's views, grads right."""
+    x, weight = randn(6, 16), randn(16, 3 * 8, seed=1)
+    cos, sin = randn(6, 1, 8, seed=2), randn(6, 1, 8, seed=3)
+    target = randn(6, 3, 8, seed=4)
+
+    def loss_of(rope):
+        w = weight.clone().requires_grad_()
+        qk = (x @ w).unflatten(-1, (3, 8))
+        q, k = qk[:, :2], qk[:, 2:]
+        q_out, k_out = rope(q, k)
+        loss = ((torch.cat((q_out, k_out), 1) - target) ** 2).sum()
+        return loss, torch.autograd.grad(loss, w)[0], (q_out, q)
+
+    loss, grad, (q_out, q) = loss_of(lambda q, k: txops.apply_rotary_pos_emb(q, k, cos, sin, layout="TND"))
+    assert q_out is q
+    expected_loss, expected_grad, _ = loss_of(lambda q, k: ref.apply_rotary_pos_emb(q, k, cos, sin, 0))
+    torch.testing.assert_close(loss, expected_loss, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(grad, expected_grad, atol=1e-4, rtol=1e-5)

@@ -6,7 +6,8 @@ operator's broadcasting rules accept); apply_rotary_pos_emb's is apply_rotary_po
 grad cos / grad sin. txops has no operator for the cos/sin gradients of interleave_rope and
 inplace_partial_rotary_mul, so those (only computed when cos or sin requires grad) are torch reductions of the
 spec's formulas (shared/spec/rope.md): dcos = sum(dy * x), dsin = sum(dy * rot(x)) over the broadcast axes.
-The in-place forwards mark their outputs dirty, as torch's own in-place ops do.
+The in-place forwards mark their outputs dirty, as torch's own in-place ops do (apply_rotary_pos_emb on views:
+see its function).
 """
 import torch
 from torch.autograd.function import once_differentiable
@@ -98,9 +99,21 @@ class InplacePartialRotaryMul(torch.autograd.Function):
         return grad_x, grad_cos, grad_sin, None, None, None
 
 
+def apply_rotary_pos_emb(query, key, cos, sin, layout, mode):
+    """In place on query and key, recorded by autograd. torch refuses a Function that modifies views in place and
+    returns two tensors; for views the rotation runs out of place and is copied back with copy_ (which torch
+    records on views)."""
+    if query._base is None and key._base is None:
+        return ApplyRotaryPosEmb.apply(query, key, cos, sin, layout, mode, True)
+    query_rotated, key_rotated = ApplyRotaryPosEmb.apply(query, key, cos, sin, layout, mode, False)
+    return query.copy_(query_rotated), key.copy_(key_rotated)
+
+
 class ApplyRotaryPosEmb(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, query, key, cos, sin, layout, mode):
+    def forward(ctx, query, key, cos, sin, layout, mode, in_place):
+        if not in_place:
+            query, key = query.clone(), key.clone()
         rotated = cos.shape[-1]
         needs_cos_sin = ctx.needs_input_grad[2] or ctx.needs_input_grad[3]
         # The grad of cos/sin needs the forward's inputs, which the in-place forward overwrites: keep the
@@ -108,7 +121,8 @@ class ApplyRotaryPosEmb(torch.autograd.Function):
         q_in = query[..., :rotated].clone() if needs_cos_sin else None
         k_in = key[..., :rotated].clone() if needs_cos_sin else None
         _C.apply_rotary_pos_emb(export(query), export(key), export(cos), export(sin), layout, mode)
-        ctx.mark_dirty(query, key)
+        if in_place:
+            ctx.mark_dirty(query, key)
         ctx.save_for_backward(q_in, k_in, cos, sin)
         ctx.settings = (layout, mode)
         return query, key
@@ -132,4 +146,4 @@ class ApplyRotaryPosEmb(torch.autograd.Function):
                                      export(grad_cos), export(grad_sin))
         needs = ctx.needs_input_grad
         return (grad_query if needs[0] else None, grad_key if needs[1] else None,
-                grad_cos if needs[2] else None, grad_sin if needs[3] else None, None, None)
+                grad_cos if needs[2] else None, grad_sin if needs[3] else None, None, None, None)

@@ -93,7 +93,7 @@ def apply_rotary_pos_emb(query, key, cos, sin, *, layout=1, rotary_mode="half"):
     mode = rotary_mode_code(rotary_mode)
     layout = layout_code(layout)
     if grad_needed(query, key, cos, sin):
-        return _autograd().ApplyRotaryPosEmb.apply(query, key, cos, sin, layout, mode)
+        return _autograd().apply_rotary_pos_emb(query, key, cos, sin, layout, mode)
     _C.apply_rotary_pos_emb(export(query), export(key), export(cos), export(sin), layout, mode)
     return query, key
 
