@@ -147,6 +147,32 @@ void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* i
   StoreRowF32(yb, n, out, side.step[1]);
 }
 
+// Calls row(in, out, cos, sin) for rows [begin, end) of `st` in memory order; the innermost outer dim runs as
+// a pointer-increment loop, so the per-row cost is a few adds.
+template <class TX, class TC, class RowFn>
+HWY_INLINE void ForEachRow(const RowStream& st, int64_t begin, int64_t end, const RowFn& row) {
+  const int64_t e1 = st.extent[1], e2 = st.extent[2];
+  int64_t i2 = begin % e2, i1 = (begin / e2) % e1, i0 = begin / e2 / e1;
+  const int64_t(*sd)[4] = st.stride;
+  const int64_t din = sd[2][kIn], dout = sd[2][kOut], dcos = sd[2][kCos], dsin = sd[2][kSin];
+  while (begin < end) {
+    const int64_t run = std::min(end - begin, e2 - i2);
+    int64_t off[4];
+    for (int t = 0; t < 4; ++t) off[t] = i0 * sd[0][t] + i1 * sd[1][t] + i2 * sd[2][t];
+    const TX* in = static_cast<const TX*>(st.in) + off[kIn];
+    TX* out = static_cast<TX*>(st.out) + off[kOut];
+    const TC* c = static_cast<const TC*>(st.cos) + off[kCos];
+    const TC* s = static_cast<const TC*>(st.sin) + off[kSin];
+    for (int64_t r = 0; r < run; ++r, in += din, out += dout, c += dcos, s += dsin) row(in, out, c, s);
+    begin += run;
+    i2 = 0;
+    if (++i1 == e1) {
+      i1 = 0;
+      ++i0;
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Contiguous rows with SIMD (not on the SCALAR target, where the fp32 row path above is the kernel).
 #if HWY_TARGET != HWY_SCALAR
@@ -162,8 +188,8 @@ HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
   }
 }
 
-template <class TX, class TC>
-HWY_INLINE void HalfBlockRow(bool bwd, bool stream, const TX* in, TX* out, const TC* c, const TC* s, int64_t h) {
+template <bool bwd, class TX, class TC>
+HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s, int64_t h) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   int64_t j = 0;
@@ -196,8 +222,8 @@ HWY_INLINE void HalfBlockRow(bool bwd, bool stream, const TX* in, TX* out, const
   }
 }
 
-template <class TX, class TC>
-HWY_INLINE void InterleaveRow(bool bwd, bool stream, const TX* in, TX* out, const TC* c, const TC* s,
+template <bool bwd, class TX, class TC>
+HWY_INLINE void InterleaveRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s,
                               int64_t width) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -229,8 +255,8 @@ HWY_INLINE void InterleaveRow(bool bwd, bool stream, const TX* in, TX* out, cons
 }
 
 // interleave-half: forward reads pairs (x[2k], x[2k+1]) and writes halves; backward the reverse.
-template <class TX, class TC>
-HWY_INLINE void InterleaveHalfRow(bool bwd, bool stream, const TX* in, TX* out, const TC* c, const TC* s,
+template <bool bwd, class TX, class TC>
+HWY_INLINE void InterleaveHalfRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s,
                                   int64_t width) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -269,26 +295,37 @@ HWY_INLINE void InterleaveHalfRow(bool bwd, bool stream, const TX* in, TX* out, 
   }
 }
 
-template <class TX, class TC>
-HWY_INLINE void RotateRowContiguous(const RotationConfig& cfg, const TX* in, TX* out, const TC* c, const TC* s) {
-  const int64_t width = cfg.width;
-  const bool bwd = cfg.backward, stream = cfg.stream_out;
+// Row loops specialised by mode and direction (the row body inlines into a pointer-increment loop).
+template <bool bwd, class TX, class TC>
+void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begin, int64_t end) {
+  const int64_t width = cfg.width, h = width / 2;
+  const bool stream = cfg.stream_out;
   switch (cfg.mode) {
-    case RotaryMode::kHalf: HalfBlockRow(bwd, stream, in, out, c, s, width / 2); break;
-    case RotaryMode::kQuarter: {
-      const int64_t h = width / 2;
-      HalfBlockRow(bwd, stream, in, out, c, s, width / 4);
-      HalfBlockRow(bwd, stream, in + h, out + h, c + h, s + h, width / 4);
+    case RotaryMode::kHalf:
+      ForEachRow<TX, TC>(st, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        HalfBlockRow<bwd>(stream, in, out, c, s, h);
+      });
       break;
-    }
-    case RotaryMode::kInterleave: InterleaveRow(bwd, stream, in, out, c, s, width); break;
+    case RotaryMode::kQuarter:
+      ForEachRow<TX, TC>(st, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        HalfBlockRow<bwd>(stream, in, out, c, s, width / 4);
+        HalfBlockRow<bwd>(stream, in + h, out + h, c + h, s + h, width / 4);
+      });
+      break;
+    case RotaryMode::kInterleave:
+      ForEachRow<TX, TC>(st, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        InterleaveRow<bwd>(stream, in, out, c, s, width);
+      });
+      break;
     case RotaryMode::kInterleaveHalf: {
       TX saved[kMaxWidth];
-      if (in == out) {  // outputs move across the row: read from a copy
-        std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
-        in = saved;
-      }
-      InterleaveHalfRow(bwd, stream, in, out, c, s, width);
+      ForEachRow<TX, TC>(st, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        if (in == out) {  // outputs move across the row: read from a copy
+          std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
+          in = saved;
+        }
+        InterleaveHalfRow<bwd>(stream, in, out, c, s, width);
+      });
       break;
     }
   }
@@ -380,24 +417,19 @@ HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* o
 
 template <class TX, class TC>
 void RotateStreamRows(const RowJob& job, const RowStream& st, int64_t begin, int64_t end) {
-  OuterCursor<4> cur(st.extent, st.stride, begin);
-  const TX* in = static_cast<const TX*>(st.in);
-  TX* out = static_cast<TX*>(st.out);
-  const TC* cos = static_cast<const TC*>(st.cos);
-  const TC* sin = static_cast<const TC*>(st.sin);
-  for (int64_t row = begin; row < end; ++row, cur.next()) {
-    const TX* row_in = in + cur.offset[kIn];
-    TX* row_out = out + cur.offset[kOut];
-    const TC* row_cos = cos + cur.offset[kCos];
-    const TC* row_sin = sin + cur.offset[kSin];
 #if HWY_TARGET != HWY_SCALAR
-    if (job.simd_rows) {
-      RotateRowContiguous(job.config, row_in, row_out, row_cos, row_sin);
-      continue;
+  if (job.simd_rows) {
+    if (job.config.backward) {
+      RotateRowsSimd<true, TX, TC>(job.config, st, begin, end);
+    } else {
+      RotateRowsSimd<false, TX, TC>(job.config, st, begin, end);
     }
-#endif
-    RotateRowStrided(job.config, st, row_in, row_out, row_cos, row_sin);
+    return;
   }
+#endif
+  ForEachRow<TX, TC>(st, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+    RotateRowStrided(job.config, st, in, out, c, s);
+  });
 }
 
 template <class TX, class TC>
@@ -435,23 +467,39 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
       const TX* in = static_cast<const TX*>(side.in) + group.offset[kGSide0 + 3 * side_index];
       TX* out = static_cast<TX*>(side.out) + group.offset[kGSide0 + 3 * side_index + 1];
       const TX* x = static_cast<const TX*>(side.x) + group.offset[kGSide0 + 3 * side_index + 2];
-      OuterCursor<3> member(side.member_extent, side.member_stride, 0);
-      for (int64_t m = 0; m < members; ++m, member.next()) {
-        const TX* row_in = in + member.offset[0];
-        TX* row_out = out + member.offset[1];
-        const TX* row_x = x + member.offset[2];
+      const int64_t(*ms)[3] = side.member_stride;
+      for (int64_t i0 = 0; i0 < side.member_extent[0]; ++i0) {
+        for (int64_t i1 = 0; i1 < side.member_extent[1]; ++i1) {
+          const int64_t base[3] = {i0 * ms[0][0] + i1 * ms[1][0], i0 * ms[0][1] + i1 * ms[1][1],
+                                   i0 * ms[0][2] + i1 * ms[1][2]};
+          for (int64_t i2 = 0; i2 < side.member_extent[2]; ++i2) {
+            const TX* row_in = in + base[0] + i2 * ms[2][0];
+            TX* row_out = out + base[1] + i2 * ms[2][1];
+            const TX* row_x = x + base[2] + i2 * ms[2][2];
 #if HWY_TARGET != HWY_SCALAR
-        if (job.simd_rows) {
-          GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
-          continue;
-        }
+            if (job.simd_rows) {
+              GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
+              continue;
+            }
 #endif
-        GradRowStrided(cfg, side, row_in, row_out, row_x, c, job.cs_step[0], s, job.cs_step[1], ac, as);
+            GradRowStrided(cfg, side, row_in, row_out, row_x, c, job.cs_step[0], s, job.cs_step[1], ac, as);
+          }
+        }
       }
     }
     TC* dc = static_cast<TC*>(job.dcos) + group.offset[kGDcos];
     TC* ds = static_cast<TC*>(job.dsin) + group.offset[kGDsin];
-    for (int64_t j = 0; j < width; ++j) {
+    int64_t j = 0;
+#if HWY_TARGET != HWY_SCALAR
+    if (job.cs_step[2] == 1 && job.cs_step[3] == 1) {
+      const DF df;
+      for (; j + static_cast<int64_t>(hn::Lanes(df)) <= width; j += hn::Lanes(df)) {
+        StoreF32(df, hn::Add(hn::Load(df, acc_c[0] + j), hn::Load(df, acc_c[1] + j)), dc + j);
+        StoreF32(df, hn::Add(hn::Load(df, acc_s[0] + j), hn::Load(df, acc_s[1] + j)), ds + j);
+      }
+    }
+#endif
+    for (; j < width; ++j) {
       StoreScalarF32(acc_c[0][j] + acc_c[1][j], dc + j * job.cs_step[2]);
       StoreScalarF32(acc_s[0][j] + acc_s[1][j], ds + j * job.cs_step[3]);
     }
