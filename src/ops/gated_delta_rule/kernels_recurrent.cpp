@@ -294,6 +294,65 @@ HWY_NOINLINE void TokenMajorRows(const TokenPack& tp, int64_t n, float* state) {
   }
 }
 
+// Decode, one token: every row of the head read from the pool (any storage type), updated, written to the
+// token's slot; k and q (or a⊙k, a⊙q) stay in registers and rows are independent, so loads of the next rows
+// overlap the reductions of the previous ones. The row is read once and written once: the state traffic.
+template <int NV, bool kVectorDecay, class TS>
+HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_stride, TS* s_out, int64_t out_stride) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF dot_k[NV], dot_q[NV];
+  for (int j = 0; j < NV; ++j) {
+    dot_k[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_key : tp.key) + j * N);
+    dot_q[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_query : tp.query) + j * N);
+  }
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  const VF alpha_v = hn::Set(df, alpha);
+  const float beta = tp.beta[0], kq = tp.key_dot_query[0];
+  for (int64_t r = 0; r < tp.dv; ++r) {
+    const TS* src = s_in + r * in_stride;
+    VF sv[NV];
+    VF acc_k0 = hn::Zero(df), acc_k1 = hn::Zero(df), acc_q0 = hn::Zero(df), acc_q1 = hn::Zero(df);
+    for (int j = 0; j < NV; ++j) {
+      sv[j] = LoadF32(df, src + j * N);
+      if (j % 2 == 0) {
+        acc_k0 = hn::MulAdd(sv[j], dot_k[j], acc_k0);
+        acc_q0 = hn::MulAdd(sv[j], dot_q[j], acc_q0);
+      } else {
+        acc_k1 = hn::MulAdd(sv[j], dot_k[j], acc_k1);
+        acc_q1 = hn::MulAdd(sv[j], dot_q[j], acc_q1);
+      }
+    }
+    const float sk = alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_k0, acc_k1)));
+    const float sq = alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_q0, acc_q1)));
+    const float c = beta * (tp.value[r] - sk);
+    tp.out[r] = sq + c * kq;
+    const VF cv = hn::Set(df, c);
+    TS* dst = s_out + r * out_stride;
+    for (int j = 0; j < NV; ++j) {
+      const VF decayed = kVectorDecay ? hn::Mul(sv[j], hn::LoadU(df, tp.decay + j * N)) : hn::Mul(sv[j], alpha_v);
+      StoreF32(df, hn::MulAdd(cv, hn::LoadU(df, tp.key + j * N), decayed), dst + j * N);
+    }
+  }
+}
+
+template <class TS>
+void OneTokenTokens(int64_t vectors, const TokenPack& tp, const TS* s_in, int64_t in_stride, TS* s_out,
+                    int64_t out_stride) {
+  switch (vectors) {
+#define TXOPS_GDR_ONE_TOKEN(NV)                                                        \
+  case NV:                                                                             \
+    return tp.decay ? OneTokenRows<NV, true, TS>(tp, s_in, in_stride, s_out, out_stride) \
+                    : OneTokenRows<NV, false, TS>(tp, s_in, in_stride, s_out, out_stride);
+    TXOPS_GDR_ONE_TOKEN(1)
+    TXOPS_GDR_ONE_TOKEN(2)
+    TXOPS_GDR_ONE_TOKEN(4)
+    TXOPS_GDR_ONE_TOKEN(8)
+#undef TXOPS_GDR_ONE_TOKEN
+    default: HWY_ASSERT(false);
+  }
+}
+
 // True when TokenMajorRows handles this width (k and q of a token fit in registers next to a row).
 bool TokenMajorFits(int64_t vectors) { return HWY_TARGET != HWY_SCALAR && vectors <= kRegisterBudget / 2; }
 
@@ -447,6 +506,12 @@ void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratc
     TS* token_out[kGdrTokenBlock] = {};
     for (int64_t t = t_begin; t < t_end; ++t) token_out[t - t_begin] = PoolHead<TS>(p.state_out, p.write_slot[t], h).base;
     PackTokens<TA>(p, h, t_begin, t_end - t_begin, tp);
+    if (t_end - t_begin == 1 && TokenMajorFits(plan.layout.vectors_per_row)) {
+      OneTokenTokens<TS>(plan.layout.vectors_per_row, tp, start.base, start.row_stride, token_out[0],
+                         p.state_out.strides[2]);
+      StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
+      return;
+    }
     RegisterRowsTokens<TS>(plan.layout.vectors_per_row, tp, t_end - t_begin, start.base, start.row_stride, nullptr,
                            token_out, p.state_out.strides[2]);
     StoreOutputs<TA>(p, h, t_begin, t_end - t_begin, tp.out);
