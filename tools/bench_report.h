@@ -3,6 +3,7 @@
 #ifndef TXOPS_TOOLS_BENCH_REPORT_H_
 #define TXOPS_TOOLS_BENCH_REPORT_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,11 +21,12 @@ struct CaseResult {
   bool passed = false;
   double max_err = 0;
   int reps = 0;
+  int64_t tokens = 0;
   double time_min_s = 0, time_median_s = 0;
   double bytes = 0, gbps = 0, limit_gbps = 0, ratio = 0;
   double copy_gbps = 0, copy_nt_gbps = 0, triad_gbps = 0;  // the same-run probes behind limit_gbps
   // gated delta rule
-  double flops = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, tokens_per_s = 0;
+  double flops = 0, state_bytes = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, tokens_per_s = 0;
   double state_gbps = 0, state_ratio = 0;  // decode
   // per-call overhead (decode RoPE): medians of whole calls on the decode shape and on a minimal shape
   bool has_overhead = false;

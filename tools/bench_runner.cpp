@@ -65,6 +65,118 @@ struct Probes {
   std::map<int, ComputeProbe> compute;
 };
 
+
+// Divides a measured case by the probes of its thread count.
+void apply_limits(const BandwidthProbe& bw, const ComputeProbe* cp, CaseResult* r) {
+  r->limit_gbps = bw.limit_gbps();
+  r->copy_gbps = bw.copy_gbps;
+  r->copy_nt_gbps = bw.copy_nt_gbps;
+  r->triad_gbps = bw.triad_gbps;
+  if (r->time_min_s <= 0) return;
+  r->gbps = r->bytes / r->time_min_s * 1e-9;
+  r->ratio = r->limit_gbps > 0 ? r->gbps / r->limit_gbps : 0;
+  if (r->kind != CaseKind::kRope && cp != nullptr) {
+    r->gflops = r->flops / r->time_min_s * 1e-9;
+    r->limit_gflops = cp->fma_gflops;
+    r->bf16_dot_gflops = cp->bf16_dot_gflops;
+    r->flops_ratio = cp->fma_gflops > 0 ? r->gflops / cp->fma_gflops : 0;
+    r->tokens_per_s = r->tokens / r->time_min_s;
+  }
+  if (r->kind == CaseKind::kGdrDecode) {
+    r->state_gbps = r->state_bytes / r->time_min_s * 1e-9;
+    r->state_ratio = r->limit_gbps > 0 ? r->state_gbps / r->limit_gbps : 0;
+  }
+}
+
+// Builds one case and measures it on every thread count: check (reference + bit identity), timing,
+// per-call overhead. Appends one result per thread count.
+void measure_case(const CaseSpec& spec, const Dims& dims, const BenchOptions& options, double target_s, int index,
+                  int total, std::vector<CaseResult>* results) {
+  const std::string shape = spec.variant.empty() ? dims.str() : dims.str() + "," + spec.variant;
+  std::fprintf(stderr, "[%d/%d] %s %s %s %s: preparing...\n", index, total, spec.suite.c_str(), spec.op.c_str(),
+               dtype_name(spec.dtype), shape.c_str());
+  std::unique_ptr<BenchCase> bc, minimal;
+  std::string build_error;
+  try {
+    bc = spec.make(spec, dims);
+    if (!spec.overhead_dims.items().empty()) minimal = spec.make(spec, spec.overhead_dims);
+  } catch (const std::exception& e) {
+    build_error = std::string("cannot build the case: ") + e.what();
+  }
+  bool have_reference = false, have_hash = false;
+  uint64_t first_hash = 0;
+  int first_threads = 0;
+  for (int t : options.threads) {
+    CaseResult r;
+    r.suite = spec.suite;
+    r.op = spec.op;
+    r.dtype = dtype_name(spec.dtype);
+    r.shape = shape;
+    r.kind = spec.kind;
+    r.threads = t;
+    if (!bc) r.message = build_error;
+    if (bc) {
+      set_num_threads(t);
+      r.bytes = bc->bytes;
+      r.flops = bc->flops;
+      r.state_bytes = bc->state_bytes;
+      r.tokens = bc->tokens;
+      r.check_note = bc->check_note;
+      bc->reset();
+      const Status st = bc->run();
+      if (st.ok() && !have_reference) {
+        bc->compute_reference();
+        have_reference = true;
+      }
+      CheckResult check = st.ok() ? bc->check() : failed_run(st);
+      if (st.ok()) {  // every thread count must give the same bits
+        const uint64_t h = hash_outputs(bc->outputs());
+        if (!have_hash) {
+          have_hash = true;
+          first_hash = h;
+          first_threads = t;
+        } else if (h != first_hash && check.passed) {
+          check.passed = false;
+          check.message = "outputs on " + std::to_string(t) + " threads differ from those on " +
+                          std::to_string(first_threads) + " (results must be bit-identical for any thread count)";
+        }
+      }
+      r.passed = check.passed;
+      r.max_err = check.max_err;
+      r.message = check.message;
+      if (st.ok()) {
+        const bool small = bc->bytes < 4e6;
+        const Timing tm = time_calls([&] { (void)bc->run(); }, options.reps, target_s, small ? 20 : 3,
+                                     small ? 20000 : 200);
+        r.reps = tm.reps;
+        r.time_min_s = tm.min_s;
+        r.time_median_s = tm.median_s;
+        if (minimal && bc->has_aclnn()) {
+          const int calls = options.quick ? 200 : 5000;
+          r.has_overhead = true;
+          r.cpp_call_s = tm.median_s;
+          r.aclnn_call_s = time_calls([&] { (void)bc->run_aclnn(); }, 0, target_s, 20, calls).median_s;
+          r.cpp_overhead_s = time_calls([&] { (void)minimal->run(); }, calls, 0, 0, 0).median_s;
+          r.aclnn_overhead_s = time_calls([&] { (void)minimal->run_aclnn(); }, calls, 0, 0, 0).median_s;
+          const Status acl_st = bc->run_aclnn();
+          if (!acl_st.ok() && r.passed) {
+            r.passed = false;
+            r.message = "aclnn path: " + acl_st.message();
+          }
+        }
+      }
+    }
+    if (r.passed)
+      std::fprintf(stderr, "[%d/%d] %s %s %s threads=%d: ok, min %.4f ms, %.2f GB/s, max_err %.2e\n", index, total,
+                   spec.suite.c_str(), spec.op.c_str(), r.dtype.c_str(), t, r.time_min_s * 1e3,
+                   r.time_min_s > 0 ? r.bytes / r.time_min_s * 1e-9 : 0.0, r.max_err);
+    else
+      std::fprintf(stderr, "[%d/%d] %s %s %s threads=%d: FAILED: %s\n", index, total, spec.suite.c_str(),
+                   spec.op.c_str(), r.dtype.c_str(), t, r.message.c_str());
+    results->push_back(r);
+  }
+}
+
 }  // namespace
 
 int run_bench(const BenchOptions& options) {
@@ -106,132 +218,52 @@ int run_bench(const BenchOptions& options) {
     return 2;
   }
 
-  // Probes first, on every thread count, in this process.
+  // Probes on every thread count, in this process: once before the cases and once after; each limit is the
+  // better of the two, so a probe that met a noisy moment does not inflate the ratios.
   bool any_gdr = false;
   for (const auto& c : cases) any_gdr = any_gdr || c.first.kind != CaseKind::kRope;
   Probes probes;
   const size_t array_bytes = options.quick ? (size_t{16} << 20) : default_probe_array_bytes();
-  for (int t : options.threads) {
-    std::fprintf(stderr, "probing memory bandwidth and compute peak on %d thread(s)...\n", t);
-    probes.bandwidth[t] = probe_bandwidth(t, array_bytes, options.quick ? 2 : 8);
-    if (any_gdr) probes.compute[t] = probe_compute(t, options.quick ? 0.02 : 0.1, options.quick ? 2 : 5);
-    print_probe_line(stdout, probes.bandwidth[t], any_gdr ? &probes.compute[t] : nullptr);
-  }
-  std::fflush(stdout);
+  auto run_probes = [&](const char* when) {
+    for (int t : options.threads) {
+      std::fprintf(stderr, "probing memory bandwidth%s on %d thread(s) (%s)...\n", any_gdr ? " and compute peak" : "",
+                   t, when);
+      BandwidthProbe bw = probe_bandwidth(t, array_bytes, options.quick ? 2 : 6);
+      BandwidthProbe& best = probes.bandwidth[t];
+      if (best.threads == 0 || bw.limit_gbps() > best.limit_gbps()) best = bw;
+      if (any_gdr) {
+        ComputeProbe cp = probe_compute(t, options.quick ? 0.02 : 0.1, options.quick ? 2 : 4);
+        ComputeProbe& best_cp = probes.compute[t];
+        best_cp.isa = cp.isa;
+        best_cp.threads = t;
+        best_cp.fma_gflops = std::max(best_cp.fma_gflops, cp.fma_gflops);
+        best_cp.bf16_dot_gflops = std::max(best_cp.bf16_dot_gflops, cp.bf16_dot_gflops);
+      }
+    }
+  };
+  run_probes("before the cases");
 
   const double target_s = options.quick ? 0.02 : 0.4;
   std::vector<CaseResult> results;
-  print_table_header(stdout);
-  int index = 0, passed = 0, failed = 0;
   const int total = static_cast<int>(cases.size());
+  int index = 0;
   for (const auto& entry : cases) {
-    const CaseSpec& spec = entry.first;
-    const Dims& dims = entry.second;
     ++index;
-    const std::string shape = spec.variant.empty() ? dims.str() : dims.str() + "," + spec.variant;
-    std::fprintf(stderr, "[%d/%d] %s %s %s %s: preparing...\n", index, total,
-                 spec.suite.c_str(), spec.op.c_str(), dtype_name(spec.dtype), shape.c_str());
-    std::unique_ptr<BenchCase> bc;
-    std::string build_error;
-    try {
-      bc = spec.make(spec, dims);
-    } catch (const std::exception& e) {
-      build_error = std::string("cannot build the case: ") + e.what();
-    }
-    std::unique_ptr<BenchCase> minimal;
-    if (bc && !spec.overhead_dims.items().empty()) minimal = spec.make(spec, spec.overhead_dims);
-    bool have_reference = false;
-    bool have_hash = false;
-    uint64_t first_hash = 0;
-    int first_threads = 0;
-
-    for (int t : options.threads) {
-      CaseResult r;
-      r.suite = spec.suite;
-      r.op = spec.op;
-      r.dtype = dtype_name(spec.dtype);
-      r.shape = shape;
-      r.kind = spec.kind;
-      r.threads = t;
-      const BandwidthProbe& bw = probes.bandwidth[t];
-      r.limit_gbps = bw.limit_gbps();
-      r.copy_gbps = bw.copy_gbps;
-      r.copy_nt_gbps = bw.copy_nt_gbps;
-      r.triad_gbps = bw.triad_gbps;
-      if (!bc) {
-        r.message = build_error;
-      } else {
-        set_num_threads(t);
-        r.bytes = bc->bytes;
-        r.check_note = bc->check_note;
-        bc->reset();
-        const Status st = bc->run();
-        if (st.ok() && !have_reference) {
-          bc->compute_reference();
-          have_reference = true;
-        }
-        CheckResult check = st.ok() ? bc->check() : failed_run(st);
-        if (st.ok()) {  // every thread count must give the same bits
-          const uint64_t h = hash_outputs(bc->outputs());
-          if (!have_hash) {
-            have_hash = true;
-            first_hash = h;
-            first_threads = t;
-          } else if (h != first_hash && check.passed) {
-            check.passed = false;
-            check.message = "outputs on " + std::to_string(t) + " threads differ from those on " +
-                            std::to_string(first_threads) + " (results must be bit-identical for any thread count)";
-          }
-        }
-        r.passed = check.passed;
-        r.max_err = check.max_err;
-        r.message = check.message;
-        if (st.ok()) {
-          const bool small = bc->bytes < 4e6;
-          const Timing tm = time_calls([&] { (void)bc->run(); }, options.reps, target_s, small ? 20 : 3,
-                                       small ? 20000 : 200);
-          r.reps = tm.reps;
-          r.time_min_s = tm.min_s;
-          r.time_median_s = tm.median_s;
-          r.gbps = bc->bytes / tm.min_s * 1e-9;
-          r.ratio = r.limit_gbps > 0 ? r.gbps / r.limit_gbps : 0;
-          if (spec.kind != CaseKind::kRope) {
-            const ComputeProbe& cp = probes.compute[t];
-            r.flops = bc->flops;
-            r.gflops = bc->flops / tm.min_s * 1e-9;
-            r.limit_gflops = cp.fma_gflops;
-            r.bf16_dot_gflops = cp.bf16_dot_gflops;
-            r.flops_ratio = cp.fma_gflops > 0 ? r.gflops / cp.fma_gflops : 0;
-            r.tokens_per_s = bc->tokens / tm.min_s;
-          }
-          if (spec.kind == CaseKind::kGdrDecode) {
-            r.state_gbps = bc->state_bytes / tm.min_s * 1e-9;
-            r.state_ratio = r.limit_gbps > 0 ? r.state_gbps / r.limit_gbps : 0;
-          }
-          if (minimal && bc->has_aclnn()) {
-            const int calls = options.quick ? 200 : 5000;
-            r.has_overhead = true;
-            r.cpp_call_s = tm.median_s;
-            r.aclnn_call_s = time_calls([&] { (void)bc->run_aclnn(); }, 0, target_s, 20, calls).median_s;
-            r.cpp_overhead_s = time_calls([&] { (void)minimal->run(); }, calls, 0, 0, 0).median_s;
-            r.aclnn_overhead_s = time_calls([&] { (void)minimal->run_aclnn(); }, calls, 0, 0, 0).median_s;
-            const Status acl_st = bc->run_aclnn();
-            if (!acl_st.ok() && r.passed) {
-              r.passed = false;
-              r.message = "aclnn path: " + acl_st.message();
-            }
-          }
-        }
-      }
-      (r.passed ? passed : failed) += 1;
-      std::fprintf(stderr, "[%d/%d] %s %s %s threads=%d: %s\n", index, total, spec.suite.c_str(), spec.op.c_str(),
-                   r.dtype.c_str(), t, r.passed ? "ok" : ("FAILED: " + r.message).c_str());
-      print_table_row(stdout, r);
-      std::fflush(stdout);
-      results.push_back(r);
-    }
+    measure_case(entry.first, entry.second, options, target_s, index, total, &results);
   }
   set_num_threads(0);
+  run_probes("after the cases");
+
+  // Ratios against the limits, then the table (stdout) and the records.
+  for (int t : options.threads)
+    print_probe_line(stdout, probes.bandwidth[t], any_gdr ? &probes.compute[t] : nullptr);
+  print_table_header(stdout);
+  int passed = 0, failed = 0;
+  for (CaseResult& r : results) {
+    apply_limits(probes.bandwidth[r.threads], any_gdr ? &probes.compute[r.threads] : nullptr, &r);
+    print_table_row(stdout, r);
+    (r.passed ? passed : failed) += 1;
+  }
   if (!options.json.empty() && !write_json(options.json, results))
     std::fprintf(stderr, "txops bench: cannot write %s\n", options.json.c_str());
   std::printf("%d passed, %d failed\n", passed, failed);
