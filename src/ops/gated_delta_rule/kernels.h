@@ -25,6 +25,7 @@ struct GdrPlan {
   GdrRowLayout layout;
   int threads = 1;
   bool direct_state = false;       // decode: rows read/written straight from/to the pool (no fp32 staging)
+  bool avx512_bf16 = false;        // decode: the AVX3 kernel may round bf16 states with vcvtneps2bf16
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only
   int64_t scratch_floats = 0;      // per thread

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/simd_convert-inl.h"
 #include "ops/gated_delta_rule/kernels.h"
@@ -297,48 +298,101 @@ HWY_NOINLINE void TokenMajorRows(const TokenPack& tp, int64_t n, float* state) {
 // Decode, one token: every row of the head read from the pool (any storage type), updated, written to the
 // token's slot; k and q (or a⊙k, a⊙q) stay in registers and rows are independent, so loads of the next rows
 // overlap the reductions of the previous ones. The row is read once and written once: the state traffic.
+template <int NV, bool kVectorDecay>
+struct OneTokenConstants {
+  VF dot_k[NV], dot_q[NV];
+  VF alpha_v;
+  float alpha, beta, kq;
+  HWY_INLINE explicit OneTokenConstants(const TokenPack& tp) {
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    for (int j = 0; j < NV; ++j) {
+      dot_k[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_key : tp.key) + j * N);
+      dot_q[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_query : tp.query) + j * N);
+    }
+    alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+    alpha_v = hn::Set(df, alpha);
+    beta = tp.beta[0];
+    kq = tp.key_dot_query[0];
+  }
+};
+
+// Row r (already widened to fp32 in sv): writes out[r] and replaces sv by the updated row.
+template <int NV, bool kVectorDecay>
+HWY_INLINE void UpdateOneTokenRow(const TokenPack& tp, const OneTokenConstants<NV, kVectorDecay>& cst, int64_t r,
+                                  VF (&sv)[NV]) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF acc_k0 = hn::Zero(df), acc_k1 = hn::Zero(df), acc_q0 = hn::Zero(df), acc_q1 = hn::Zero(df);
+  for (int j = 0; j < NV; ++j) {
+    if (j % 2 == 0) {
+      acc_k0 = hn::MulAdd(sv[j], cst.dot_k[j], acc_k0);
+      acc_q0 = hn::MulAdd(sv[j], cst.dot_q[j], acc_q0);
+    } else {
+      acc_k1 = hn::MulAdd(sv[j], cst.dot_k[j], acc_k1);
+      acc_q1 = hn::MulAdd(sv[j], cst.dot_q[j], acc_q1);
+    }
+  }
+  const float sk = cst.alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_k0, acc_k1)));
+  const float sq = cst.alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_q0, acc_q1)));
+  const float c = cst.beta * (tp.value[r] - sk);
+  tp.out[r] = sq + c * cst.kq;
+  const VF cv = hn::Set(df, c);
+  for (int j = 0; j < NV; ++j) {
+    const VF decayed = kVectorDecay ? hn::Mul(sv[j], hn::LoadU(df, tp.decay + j * N)) : hn::Mul(sv[j], cst.alpha_v);
+    sv[j] = hn::MulAdd(cv, hn::LoadU(df, tp.key + j * N), decayed);
+  }
+}
+
 template <int NV, bool kVectorDecay, class TS>
 HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_stride, TS* s_out, int64_t out_stride) {
   const DF df;
   const size_t N = hn::Lanes(df);
-  VF dot_k[NV], dot_q[NV];
-  for (int j = 0; j < NV; ++j) {
-    dot_k[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_key : tp.key) + j * N);
-    dot_q[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_query : tp.query) + j * N);
-  }
-  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
-  const VF alpha_v = hn::Set(df, alpha);
-  const float beta = tp.beta[0], kq = tp.key_dot_query[0];
+  const OneTokenConstants<NV, kVectorDecay> cst(tp);
   for (int64_t r = 0; r < tp.dv; ++r) {
-    const TS* src = s_in + r * in_stride;
     VF sv[NV];
-    VF acc_k0 = hn::Zero(df), acc_k1 = hn::Zero(df), acc_q0 = hn::Zero(df), acc_q1 = hn::Zero(df);
-    for (int j = 0; j < NV; ++j) {
-      sv[j] = LoadF32(df, src + j * N);
-      if (j % 2 == 0) {
-        acc_k0 = hn::MulAdd(sv[j], dot_k[j], acc_k0);
-        acc_q0 = hn::MulAdd(sv[j], dot_q[j], acc_q0);
-      } else {
-        acc_k1 = hn::MulAdd(sv[j], dot_k[j], acc_k1);
-        acc_q1 = hn::MulAdd(sv[j], dot_q[j], acc_q1);
-      }
-    }
-    const float sk = alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_k0, acc_k1)));
-    const float sq = alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_q0, acc_q1)));
-    const float c = beta * (tp.value[r] - sk);
-    tp.out[r] = sq + c * kq;
-    const VF cv = hn::Set(df, c);
-    TS* dst = s_out + r * out_stride;
-    for (int j = 0; j < NV; ++j) {
-      const VF decayed = kVectorDecay ? hn::Mul(sv[j], hn::LoadU(df, tp.decay + j * N)) : hn::Mul(sv[j], alpha_v);
-      StoreF32(df, hn::MulAdd(cv, hn::LoadU(df, tp.key + j * N), decayed), dst + j * N);
-    }
+    for (int j = 0; j < NV; ++j) sv[j] = LoadF32(df, s_in + r * in_stride + j * N);
+    UpdateOneTokenRow<NV, kVectorDecay>(tp, cst, r, sv);
+    for (int j = 0; j < NV; ++j) StoreF32(df, sv[j], s_out + r * out_stride + j * N);
   }
 }
 
+#if HWY_TARGET == HWY_AVX3
+// The same for a bf16 pool on CPUs with AVX512_BF16: vcvtneps2bf16 rounds to nearest even in one instruction
+// (instead of ~9 integer ops). It treats denormal inputs as zero: a bf16 state element below 2^-126 in
+// magnitude becomes ±0 (the only difference from the portable rounding).
+template <int NV, bool kVectorDecay>
+__attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBf16Insn(const TokenPack& tp,
+                                                                            const hwy::bfloat16_t* s_in,
+                                                                            int64_t in_stride, hwy::bfloat16_t* s_out,
+                                                                            int64_t out_stride) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const OneTokenConstants<NV, kVectorDecay> cst(tp);
+  for (int64_t r = 0; r < tp.dv; ++r) {
+    VF sv[NV];
+    for (int j = 0; j < NV; ++j) sv[j] = LoadF32(df, s_in + r * in_stride + j * N);
+    UpdateOneTokenRow<NV, kVectorDecay>(tp, cst, r, sv);
+    for (int j = 0; j < NV; ++j) {
+      const __m256bh bits = _mm512_cvtneps_pbh(sv[j].raw);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(s_out + r * out_stride + j * N), reinterpret_cast<const __m256i&>(bits));
+    }
+  }
+}
+#endif
+
 template <class TS>
-void OneTokenTokens(int64_t vectors, const TokenPack& tp, const TS* s_in, int64_t in_stride, TS* s_out,
-                    int64_t out_stride) {
+void OneTokenTokens(int64_t vectors, bool bf16_insn, const TokenPack& tp, const TS* s_in, int64_t in_stride,
+                    TS* s_out, int64_t out_stride) {
+#if HWY_TARGET == HWY_AVX3
+  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
+    if (bf16_insn && vectors == 8) {
+      return tp.decay ? OneTokenRowsBf16Insn<8, true>(tp, s_in, in_stride, s_out, out_stride)
+                      : OneTokenRowsBf16Insn<8, false>(tp, s_in, in_stride, s_out, out_stride);
+    }
+  }
+#endif
+  (void)bf16_insn;
   switch (vectors) {
 #define TXOPS_GDR_ONE_TOKEN(NV)                                                        \
   case NV:                                                                             \
@@ -507,7 +561,7 @@ void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratc
     for (int64_t t = t_begin; t < t_end; ++t) token_out[t - t_begin] = PoolHead<TS>(p.state_out, p.write_slot[t], h).base;
     PackTokens<TA>(p, h, t_begin, t_end - t_begin, tp);
     if (t_end - t_begin == 1 && TokenMajorFits(plan.layout.vectors_per_row)) {
-      OneTokenTokens<TS>(plan.layout.vectors_per_row, tp, start.base, start.row_stride, token_out[0],
+      OneTokenTokens<TS>(plan.layout.vectors_per_row, plan.avx512_bf16, tp, start.base, start.row_stride, token_out[0],
                          p.state_out.strides[2]);
       StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
       return;

@@ -126,6 +126,7 @@ Status prepare_recurrent_gated_delta_rule(const TensorView& query, const TensorV
   for (int64_t b = 0; b < p.batch; ++b) longest = p.seq_length(b) > longest ? p.seq_length(b) : longest;
   plan->direct_state = plan->layout.register_rows > 0 && plan->layout.key_dim_padded == p.key_dim &&
                        p.state_in.strides[3] == 1 && longest <= kGdrTokenBlock;
+  plan->avx512_bf16 = isa == Isa::kAvx512 && cpu_has_avx512_bf16();
   *op = make_op(std::move(plan), isa, "recurrent_gated_delta_rule");
   return Status();
 }
