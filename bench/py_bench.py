@@ -25,7 +25,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 import torch_common as tc  # noqa: E402
 
 tc.ensure_tuned_env()
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch_gdr  # noqa: E402
 import torch_rope  # noqa: E402
@@ -162,60 +161,76 @@ def cases(scale):
 
 
 def min_time(fn, budget_s, max_reps):
-    t_min, _, _ = tc.time_fn(fn, budget_s, max_reps)
-    return t_min
-
-
-# ---- per-call overhead of the binding -------------------------------------------------------------------------
-def per_call_seconds(fn, calls):
+    """Minimum of repeated timed calls after one warm-up: at least 3, as many as fit in budget_s for fast calls
+    (at most max_reps for calls over 10 ms, 2000 otherwise) — on a shared machine the minimum needs many tries."""
+    start = time.perf_counter()
     fn()
+    first = time.perf_counter() - start
+    limit = max_reps if first > 0.01 else 2000
+    reps = int(max(3, min(limit, budget_s / max(first, 1e-9))))
     best = math.inf
-    for _ in range(5):
+    for _ in range(reps):
         start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls)
+        fn()
+        best = min(best, time.perf_counter() - start)
     return best
 
 
-def cpp_seconds(fn, calls):
-    """One binding call running the C++ API `calls` times back to back; the mean of one C++ call (best of 5)."""
-    _txops._set_repeat(calls)
-    try:
-        best = math.inf
-        for _ in range(5):
+# ---- per-call overhead of the binding -------------------------------------------------------------------------
+def overhead_pair(fn, runs=30, calls=300):
+    """(C++ seconds, Python seconds) per call, each the minimum over `runs` alternating runs of `calls` calls:
+    the C++ run is one binding call looping over the C++ API `calls` times (GIL released), the Python run
+    `calls` calls of fn. Alternating and taking minima of short runs keeps a shared machine's noise out."""
+    fn()
+    cpp = py = math.inf
+    for _ in range(runs):
+        _txops._set_repeat(calls)
+        try:
             fn()
-            best = min(best, _txops._last_cpp_seconds())
-        return best
-    finally:
-        _txops._set_repeat(1)
+            cpp = min(cpp, _txops._last_cpp_seconds())
+        finally:
+            _txops._set_repeat(1)
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        py = min(py, (time.perf_counter() - start) / calls)
+    return cpp, py
 
 
 def overhead_report(dtype):
-    print("# per-call overhead from Python: time of one Python call minus the same C++ API call (best of 5)")
+    """On one txops thread: the binding's cost does not depend on it, and a second thread only adds noise."""
+    threads = txops.num_threads()
+    txops.set_num_threads(1)
+    try:
+        overhead_table(dtype)
+    finally:
+        txops.set_num_threads(threads)
+
+
+def overhead_table(dtype):
+    print("# per-call overhead from Python (1 txops thread): one Python call minus the same C++ API call, "
+          "minima over 30 alternating runs of 300 calls")
     print(f"{'call':<58} {'C++ us':>8} {'py torch us':>12} {'+us':>6} {'py numpy us':>12} {'+us':>6}")
-    np_dtype = np.float32  # numpy has no bf16
     shapes = [("interleave_rope x (1,1,1,64)", (1, 1, 1, 64)), ("interleave_rope x (32,128,1,64) decode", (32, 128, 1, 64))]
     for name, shape in shapes:
         row = []
         for framework in ("torch", "numpy"):
-            x = uniform(shape, dtype if framework == "torch" else torch.float32, 1)
+            x = uniform(shape, dtype if framework == "torch" else torch.float32, 1)  # numpy: no bf16
             cos, sin = (t.transpose(1, 2) for t in rope_table(shape[0], 1, 1, shape[3], x.dtype))
             out = torch.empty_like(x)
             if framework == "numpy":
                 x, cos, sin, out = (t.contiguous().numpy() for t in (x, cos, sin, out))
             fn = lambda: txops.interleave_rope(x, cos, sin, out=out)  # noqa: E731
-            row.append((cpp_seconds(fn, 2000), per_call_seconds(fn, 2000)))
+            row.append(overhead_pair(fn))
         print(f"{name + ' (' + str(dtype).replace('torch.', '') + ' / fp32)':<58} {row[0][0] * 1e6:8.2f} "
               f"{row[0][1] * 1e6:12.2f} {(row[0][1] - row[0][0]) * 1e6:6.2f} {row[1][1] * 1e6:12.2f} "
               f"{(row[1][1] - row[1][0]) * 1e6:6.2f}")
     q, k = uniform((64, 1, 32, 128), dtype, 1), uniform((64, 1, 8, 128), dtype, 2)
     cos, sin = rope_table(64, 1, 1, 128, dtype)
     fn = lambda: txops.apply_rotary_pos_emb(q, k, cos, sin)  # noqa: E731
-    cpp, py = cpp_seconds(fn, 2000), per_call_seconds(fn, 2000)
+    cpp, py = overhead_pair(fn)
     print(f"{'apply_rotary_pos_emb llama3-8b-decode (torch)':<58} {cpp * 1e6:8.2f} {py * 1e6:12.2f} "
           f"{(py - cpp) * 1e6:6.2f}")
-    del np_dtype
 
 
 def main():
