@@ -102,17 +102,31 @@ void fill_grad_groups(const TensorView& cos, const TensorView& sin, const Tensor
   job->cs_step[3] = dsin.strides[last];
 }
 
+// The shape a verbose line shows (RoPE tensors have rank <= 4); small, so the run closure stays cheap to copy.
+struct LoggedShape {
+  int ndim = 0;
+  int64_t dims[4] = {};
+  explicit LoggedShape(const TensorView& v) : ndim(v.ndim < 4 ? v.ndim : 4) {
+    for (int d = 0; d < ndim; ++d) dims[d] = v.shape[d];
+  }
+  std::string str() const {
+    std::string s = "(";
+    for (int d = 0; d < ndim; ++d) s += (d ? ", " : "") + std::to_string(dims[d]);
+    return s + ")";
+  }
+};
+
 static std::string describe(const char* kernel, Isa isa, int threads, const RotationConfig& cfg,
-                            const TensorView& shape_of) {
+                            const LoggedShape& shape_of) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), "kernel=%s isa=%s threads=%d mode=%s %s shape=%s x=%s cos=%s%s", kernel,
                 isa_name(isa), threads, rotary_mode_name(cfg.mode), cfg.backward ? "backward" : "forward",
-                shape_of.shape_string().c_str(), dtype_name(cfg.x_dtype), dtype_name(cfg.cs_dtype),
+                shape_of.str().c_str(), dtype_name(cfg.x_dtype), dtype_name(cfg.cs_dtype),
                 cfg.stream_out ? " stores=streaming" : "");
   return buf;
 }
 
-Status plan_rows(const char* op_name, RowJob job, uint64_t out_of_place_bytes, const TensorView& shape_of,
+Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, const TensorView& shape_of,
                  PreparedOp* op) {
   job.config.stream_out = out_of_place_bytes >= kStreamingBytes;
   job.simd_rows = true;
@@ -125,9 +139,10 @@ Status plan_rows(const char* op_name, RowJob job, uint64_t out_of_place_bytes, c
   for (int i = 0; i < job.stream_count; ++i) rows += job.streams[i].rows();
   const int threads = plan_threads(rows * job.config.width, kMinChannelsPerThread);
   op->workspace_bytes = 0;
-  op->run = [job, kernel, isa, threads, rows, op_name, shape_of](void*) -> Status {
+  const LoggedShape shape(shape_of);
+  op->run = [job, kernel, isa, threads, rows, op_name, shape](void*) -> Status {
     VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_rows_simd" : "rope_rows_strided", isa,
-                                                     threads, job.config, shape_of)
+                                                     threads, job.config, shape)
                                           : std::string());
     parallel_for(threads, rows, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
     return Status();
@@ -135,7 +150,7 @@ Status plan_rows(const char* op_name, RowJob job, uint64_t out_of_place_bytes, c
   return Status();
 }
 
-Status plan_grad_groups(const char* op_name, GradJob job, uint64_t out_of_place_bytes, const TensorView& shape_of,
+Status plan_grad_groups(const char* op_name, GradJob& job, uint64_t out_of_place_bytes, const TensorView& shape_of,
                         PreparedOp* op) {
   job.config.stream_out = out_of_place_bytes >= kStreamingBytes;
   job.simd_rows = job.cs_step[0] == 1 && job.cs_step[1] == 1;
@@ -149,9 +164,10 @@ Status plan_grad_groups(const char* op_name, GradJob job, uint64_t out_of_place_
   for (const GradSide& side : job.sides) rows += side.member_extent[0] * side.member_extent[1] * side.member_extent[2];
   const int threads = plan_threads(groups * (rows + 1) * job.config.width, kMinChannelsPerThread);
   op->workspace_bytes = 0;
-  op->run = [job, kernel, isa, threads, groups, op_name, shape_of](void*) -> Status {
+  const LoggedShape shape(shape_of);
+  op->run = [job, kernel, isa, threads, groups, op_name, shape](void*) -> Status {
     VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_grad_groups_simd" : "rope_grad_groups_strided",
-                                                     isa, threads, job.config, shape_of)
+                                                     isa, threads, job.config, shape)
                                           : std::string());
     parallel_for(threads, groups, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
     return Status();

@@ -23,11 +23,12 @@ void fill_grad_side(const TensorView& in, const TensorView& out, const TensorVie
 void fill_grad_groups(const TensorView& cos, const TensorView& sin, const TensorView& dcos, const TensorView& dsin,
                       GradJob* job);
 
-// Completes `job` (kernel, threads, streaming) and sets op->run. `x_bytes_out` is the size of the outputs it
-// writes out of place (0 in place): large ones get non-temporal stores. `shape_of` is shown by verbose logs.
-Status plan_rows(const char* op_name, RowJob job, uint64_t out_of_place_bytes, const TensorView& shape_of,
+// Completes `job` (kernel, threads, streaming; updated in place) and sets op->run, which holds a copy.
+// `out_of_place_bytes` is the size of the outputs written out of place (0 in place): large ones get
+// non-temporal stores. `shape_of` is shown by verbose logs.
+Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, const TensorView& shape_of,
                  PreparedOp* op);
-Status plan_grad_groups(const char* op_name, GradJob job, uint64_t out_of_place_bytes, const TensorView& shape_of,
+Status plan_grad_groups(const char* op_name, GradJob& job, uint64_t out_of_place_bytes, const TensorView& shape_of,
                         PreparedOp* op);
 // A validated call with nothing to do (start == end, empty tensors).
 void plan_nothing(PreparedOp* op);
