@@ -109,3 +109,13 @@ def test_settings_round_trip():
         txops.set_max_isa("sse2")
     assert isinstance(txops.cpu_has_avx512_bf16(), bool)
     assert txops.verbose() in (False, True)
+
+
+def test_read_only_numpy_outputs_are_refused():
+    x = np.zeros((2, 3, 1, 8), dtype=np.float32)
+    cos = np.broadcast_to(np.ones((1, 1, 1, 8), dtype=np.float32), (2, 3, 1, 8))  # read-only: fine as an input
+    with pytest.raises(ValueError, match="^x must be writable .*, got a read-only array$"):
+        txops.inplace_partial_rotary_mul(cos, cos, cos)
+    with pytest.raises(ValueError, match="^out must be writable"):
+        txops.interleave_rope(np.zeros((1, 1, 1, 8), np.float32), cos[:1, :1], cos[:1, :1], out=cos[:1, :1])
+    txops.inplace_partial_rotary_mul(x, cos, cos)

@@ -52,6 +52,13 @@ def export(x):
     return x
 
 
+def export_output(x, param):
+    """export() for a tensor the operator writes: a read-only numpy array is refused, never written."""
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise ValueError(f"{param} must be writable (the operator writes it), got a read-only array")
+    return export(x)
+
+
 def _raw_numpy_view(x):
     code = _NUMPY_DTYPE_CODES.get(x.dtype)
     if code is None:

@@ -6,7 +6,7 @@ states (B | BlockNum, Nv, Dv, Dk); T concatenates the sequences, whose lengths a
 These operators have no backward in txops: with torch, call them under torch.no_grad() / inference_mode().
 """
 from . import _txops as _C
-from ._arrays import empty, export, grad_needed, int32_array, zeros
+from ._arrays import empty, export, export_output, grad_needed, int32_array, zeros
 
 
 def _refuse_autograd(name, **tensors):
@@ -42,8 +42,8 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state=None, actual_s
     if final_state is None:
         final_state = empty(tuple(initial_state.shape), initial_state.dtype, initial_state)
     _C.chunk_gated_delta_rule(export(query), export(key), export(value), export(beta), export(initial_state),
-                              export(lengths), export(g), _default_scale(scale, key), export(out),
-                              export(final_state))
+                              export(lengths), export(g), _default_scale(scale, key), export_output(out, "out"),
+                              export_output(final_state, "final_state"))
     return out, final_state
 
 
@@ -61,9 +61,9 @@ def recurrent_gated_delta_rule(query, key, value, beta, state, actual_seq_length
                                                                     "num_accepted_tokens")
     if out is None:
         out = empty((value.shape[0], value.shape[1], value.shape[2]), query.dtype, query)
-    _C.recurrent_gated_delta_rule(export(query), export(key), export(value), export(beta), export(state),
+    _C.recurrent_gated_delta_rule(export(query), export(key), export(value), export(beta), export_output(state, "state"),
                                   export(lengths), export(indices), export(g), export(gk), export(accepted),
-                                  _default_scale(scale, key), export(out))
+                                  _default_scale(scale, key), export_output(out, "out"))
     return out
 
 

@@ -8,7 +8,7 @@ requires grad), the call goes through the torch.autograd.Functions of txops._aut
 txops grad operators.
 """
 from . import _txops as _C
-from ._arrays import empty, export, grad_needed
+from ._arrays import empty, export, export_output, grad_needed
 
 ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3, "interleave_half": 3}
 LAYOUTS = {"BSND": 1, "BSH": 1, "SBND": 2, "SBH": 2, "BNSD": 3, "TND": 4}
@@ -63,7 +63,7 @@ def interleave_rope(x, cos, sin, *, out=None):
         return _autograd().InterleaveRope.apply(x, cos, sin)
     if out is None:
         out = empty(x.shape, x.dtype, x)
-    _C.interleave_rope(export(x), export(cos), export(sin), export(out))
+    _C.interleave_rope(export(x), export(cos), export(sin), export_output(out, "out"))
     return out
 
 
@@ -74,7 +74,7 @@ def inplace_partial_rotary_mul(x, cos, sin, *, rotary_mode="interleave", partial
     start, end = _slice_bounds(partial_slice, x)
     if grad_needed(x, cos, sin):
         return _autograd().InplacePartialRotaryMul.apply(x, cos, sin, mode, start, end)
-    _C.inplace_partial_rotary_mul(export(x), export(cos), export(sin), mode, start, end)
+    _C.inplace_partial_rotary_mul(export_output(x, "x"), export(cos), export(sin), mode, start, end)
     return x
 
 
@@ -83,7 +83,7 @@ def inplace_partial_rotary_mul_backward(grad_output, cos, sin, *, rotary_mode="i
     the rest of grad_output is left as it is (the forward's identity there)."""
     mode = rotary_mode_code(rotary_mode)
     start, end = _slice_bounds(partial_slice, grad_output)
-    _C.inplace_partial_rotary_mul_grad(export(grad_output), export(cos), export(sin), mode, start, end)
+    _C.inplace_partial_rotary_mul_grad(export_output(grad_output, "grad_output"), export(cos), export(sin), mode, start, end)
     return grad_output
 
 
@@ -94,7 +94,7 @@ def apply_rotary_pos_emb(query, key, cos, sin, *, layout=1, rotary_mode="half"):
     layout = layout_code(layout)
     if grad_needed(query, key, cos, sin):
         return _autograd().apply_rotary_pos_emb(query, key, cos, sin, layout, mode)
-    _C.apply_rotary_pos_emb(export(query), export(key), export(cos), export(sin), layout, mode)
+    _C.apply_rotary_pos_emb(export_output(query, "query"), export_output(key, "key"), export(cos), export(sin), layout, mode)
     return query, key
 
 
