@@ -161,14 +161,14 @@ def cases(scale):
 
 
 def min_time(fn, budget_s, max_reps):
-    """Minimum of repeated timed calls after one warm-up: at least 3, as many as fit in budget_s for fast calls
-    (at most max_reps for calls over 10 ms, 2000 otherwise) — on a shared machine the minimum needs many tries."""
+    """Minimum of timed calls: a warm-up, then at least 3 more, as many as fit in budget_s (at most max_reps for
+    calls over 10 ms, 2000 otherwise; one for calls over 1 s) — on a shared machine the minimum needs tries."""
     start = time.perf_counter()
     fn()
     first = time.perf_counter() - start
     limit = max_reps if first > 0.01 else 2000
-    reps = int(max(3, min(limit, budget_s / max(first, 1e-9))))
-    best = math.inf
+    reps = 1 if first > 1.0 else int(max(3, min(limit, budget_s / max(first, 1e-9))))
+    best = first  # slow calls (PyTorch's chunked prefill: seconds) get the warm-up and one more run
     for _ in range(reps):
         start = time.perf_counter()
         fn()
