@@ -133,10 +133,14 @@ class ApplyRotaryPosEmb(torch.autograd.Function):
         q_in, k_in, cos, sin = ctx.saved_tensors
         layout, mode = ctx.settings
         rotated = cos.shape[-1]
-        # The channels past cos's width pass through: start from a copy of the incoming grads and let the grad
-        # operator overwrite the rotated channels.
-        grad_query = grad_query_out.clone(memory_format=torch.contiguous_format)
-        grad_key = grad_key_out.clone(memory_format=torch.contiguous_format)
+        # Channels past cos's width (partial rotary) pass through: then start from a copy of the incoming grads
+        # and let the grad operator overwrite the rotated channels.
+        if rotated == grad_query_out.shape[-1]:
+            grad_query = torch.empty(grad_query_out.shape, dtype=grad_query_out.dtype)
+            grad_key = torch.empty(grad_key_out.shape, dtype=grad_key_out.dtype)
+        else:
+            grad_query = grad_query_out.clone(memory_format=torch.contiguous_format)
+            grad_key = grad_key_out.clone(memory_format=torch.contiguous_format)
         with_cos_sin = q_in is not None
         grad_cos = torch.empty(cos.shape, dtype=cos.dtype) if with_cos_sin else None
         grad_sin = torch.empty(sin.shape, dtype=sin.dtype) if with_cos_sin else None
