@@ -52,10 +52,13 @@ def parse_shape(shape):
 
 
 def time_fn(fn, target_s, max_reps, min_reps=2):
-    """One warm-up call, then adaptive repetitions; returns (min_s, median_s, reps)."""
+    """One warm-up call, then adaptive repetitions; returns (min_s, median_s, reps). A call slower than the
+    whole budget is timed once: that first call is the sample (its warm-up effects are negligible)."""
     t0 = time.perf_counter()
     fn()
     first = time.perf_counter() - t0
+    if first > target_s:
+        return first, first, 1
     reps = int(max(min_reps, min(max_reps, target_s / max(first, 1e-9))))
     times = []
     for _ in range(reps):

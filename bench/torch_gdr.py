@@ -133,6 +133,20 @@ def self_check():
         print("# self-check FAILED: the PyTorch comparison below is not trustworthy")
 
 
+def blas_note():
+    """Which BLAS PyTorch was built against and what a 512x512 fp32 matmul reaches here (context for the
+    prefill figures: Debian's python3-torch calls the system libblas, which may be the netlib reference)."""
+    import time
+    info = next((w.split("=", 1)[1].rstrip(",") for w in torch.__config__.show().split() if w.startswith("BLAS_INFO=")),
+                "unknown")
+    a = torch.rand(512, 512)
+    a @ a
+    t0 = time.perf_counter()
+    a @ a
+    gflops = 2 * 512 ** 3 / (time.perf_counter() - t0) * 1e-9
+    print(f"# PyTorch BLAS_INFO={info}; fp32 512x512 matmul on {torch.get_num_threads()} thread(s): {gflops:.1f} GFLOP/s")
+
+
 def sequence_lengths(T, B, variant):
     """The same lengths `txops bench` uses (tools/cases_gdr.cpp)."""
     if variant == "ragged":
@@ -172,6 +186,8 @@ def main():
     args = tc.parse_args(__doc__.splitlines()[1])
     records = tc.load_records(args.compare, {"gdr_prefill", "gdr_decode"}, args.suite)
     self_check()
+    torch.set_num_threads(1)
+    blas_note()
     cmp = tc.Comparison("gated delta rule, txops vs PyTorch (chunked prefill, recurrent decode)")
     cmp.header()
     groups = {}
