@@ -189,10 +189,10 @@ HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
 }
 
 template <bool bwd, class TX, class TC>
-HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s, int64_t h) {
+HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s, int64_t h,
+                             int64_t j = 0) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  int64_t j = 0;
   for (; j + lanes <= h; j += lanes) {
     const VF x1 = LoadF32(df, in + j), x2 = LoadF32(df, in + h + j);
     const VF c1 = LoadF32(df, c + j), c2 = LoadF32(df, c + h + j);
@@ -224,10 +224,9 @@ HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, co
 
 template <bool bwd, class TX, class TC>
 HWY_INLINE void InterleaveRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s,
-                              int64_t width) {
+                              int64_t width, int64_t i = 0) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  int64_t i = 0;
   for (; i + lanes <= width; i += lanes) {
     const VF x = LoadF32(df, in + i), cv = LoadF32(df, c + i), sv = LoadF32(df, s + i);
     VF y;
@@ -257,11 +256,10 @@ HWY_INLINE void InterleaveRow(bool stream, const TX* in, TX* out, const TC* c, c
 // interleave-half: forward reads pairs (x[2k], x[2k+1]) and writes halves; backward the reverse.
 template <bool bwd, class TX, class TC>
 HWY_INLINE void InterleaveHalfRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s,
-                                  int64_t width) {
+                                  int64_t width, int64_t k = 0) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const int64_t h = width / 2;
-  int64_t k = 0;
   for (; k + lanes <= h; k += lanes) {
     const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
     const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
@@ -293,6 +291,114 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const TX* in, TX* out, const TC* 
       StoreScalarF32(std::fma(xo, c2, xe * s2), out + h + k);
     }
   }
+}
+
+// ---- bf16 activations and bf16 cos/sin: "pair" vectors ----
+// 2N bf16 elements load as N u32 lanes: the even elements are the low halves, the odd ones the high halves, so
+// widening is one shift or one mask, and pairs (2k, 2k+1) arrive split with no shuffle at all. Stores round
+// both parities to nearest even (core/dtype.h rule, NaN quieted) and merge them back into one full vector.
+// Used by every mode; element formulas are unchanged, so results are bit-identical to the generic path.
+using BF = hwy::bfloat16_t;
+using DU = hn::RebindToUnsigned<DF>;
+using VU = hn::Vec<DU>;
+
+HWY_INLINE void LoadPairs(const BF* p, VF* even, VF* odd) {
+  const DF df;
+  const DU du;
+  const VU bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+  *even = hn::BitCast(df, hn::ShiftLeft<16>(bits));
+  *odd = hn::BitCast(df, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
+}
+
+// The bf16 of `v` (round to nearest even, NaN quieted) in the high 16 bits of each u32 lane.
+HWY_INLINE VU RoundToBF16High(VF v) {
+  const DU du;
+  const VU bits = hn::BitCast(du, v);
+  const VU lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const VU rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb));
+  const VU quiet = hn::Or(bits, hn::Set(du, 0x00400000u));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+}
+
+HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
+  const DU du;
+  const VU merged = hn::Or(hn::ShiftRight<16>(RoundToBF16High(even)),
+                           hn::And(RoundToBF16High(odd), hn::Set(du, 0xFFFF0000u)));
+  uint32_t* q = reinterpret_cast<uint32_t*>(p);
+  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
+    hn::Stream(merged, du, q);
+  } else {
+    hn::StoreU(merged, du, q);
+  }
+}
+
+// half block: channel j pairs with j + h; even and odd channels are independent rotations.
+template <bool bwd>
+HWY_INLINE void HalfBlockRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t h) {
+  const int64_t block = 2 * static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t j = 0;
+  for (; j + block <= h; j += block) {
+    VF x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
+    LoadPairs(in + j, &x1[0], &x1[1]);
+    LoadPairs(in + h + j, &x2[0], &x2[1]);
+    LoadPairs(c + j, &c1[0], &c1[1]);
+    LoadPairs(c + h + j, &c2[0], &c2[1]);
+    LoadPairs(s + j, &s1[0], &s1[1]);
+    LoadPairs(s + h + j, &s2[0], &s2[1]);
+    for (int p = 0; p < 2; ++p) {
+      if (bwd) {
+        y1[p] = hn::MulAdd(x1[p], c1[p], hn::Mul(x2[p], s2[p]));
+        y2[p] = hn::MulAdd(x2[p], c2[p], hn::Neg(hn::Mul(x1[p], s1[p])));
+      } else {
+        y1[p] = hn::MulAdd(x1[p], c1[p], hn::Neg(hn::Mul(x2[p], s1[p])));
+        y2[p] = hn::MulAdd(x2[p], c2[p], hn::Mul(x1[p], s2[p]));
+      }
+    }
+    StorePairs(y1[0], y1[1], out + j, stream);
+    StorePairs(y2[0], y2[1], out + h + j, stream);
+  }
+  HalfBlockRow<bwd, BF, BF>(stream, in, out, c, s, h, j);
+}
+
+template <bool bwd>
+HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t width) {
+  const int64_t block = 2 * static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t i = 0;
+  for (; i + block <= width; i += block) {
+    VF xe, xo, ce, co, se, so;
+    LoadPairs(in + i, &xe, &xo);
+    LoadPairs(c + i, &ce, &co);
+    LoadPairs(s + i, &se, &so);
+    if (bwd) {
+      StorePairs(hn::MulAdd(xe, ce, hn::Mul(xo, so)), hn::MulAdd(xo, co, hn::Neg(hn::Mul(xe, se))), out + i, stream);
+    } else {
+      StorePairs(hn::MulAdd(xe, ce, hn::Neg(hn::Mul(xo, se))), hn::MulAdd(xo, co, hn::Mul(xe, so)), out + i, stream);
+    }
+  }
+  InterleaveRow<bwd, BF, BF>(stream, in, out, c, s, width, i);
+}
+
+template <bool bwd>
+HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t width) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t h = width / 2;
+  int64_t k = 0;
+  for (; k + lanes <= h; k += lanes) {
+    const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
+    const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    if (bwd) {
+      const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
+      StorePairs(hn::MulAdd(d1, c1, hn::Mul(d2, s2)), hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1))), out + 2 * k,
+                 stream);
+    } else {
+      VF xe, xo;
+      LoadPairs(in + 2 * k, &xe, &xo);
+      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
+      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
+    }
+  }
+  InterleaveHalfRow<bwd, BF, BF>(stream, in, out, c, s, width, k);
 }
 
 // Row loops specialised by mode and direction (the row body inlines into a pointer-increment loop).
