@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/simd_convert-inl.h"
 #include "ops/rope/args.h"
@@ -440,10 +441,9 @@ void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begi
 // Backward row with the cos/sin gradient accumulation (half / quarter block of 2h channels at o).
 template <class TX, class TC>
 HWY_INLINE void GradHalfBlockRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
-                                 float* acc_c, float* acc_s, int64_t h) {
+                                 float* acc_c, float* acc_s, int64_t h, int64_t j = 0) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  int64_t j = 0;
   for (; j + lanes <= h; j += lanes) {
     const VF d1 = LoadF32(df, in + j), d2 = LoadF32(df, in + h + j);
     const VF x1 = LoadF32(df, x + j), x2 = LoadF32(df, x + h + j);
@@ -472,10 +472,9 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const TX* in, TX* out, const TX* x
 
 template <class TX, class TC>
 HWY_INLINE void GradInterleaveRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
-                                  float* acc_c, float* acc_s, int64_t width) {
+                                  float* acc_c, float* acc_s, int64_t width, int64_t i = 0) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  int64_t i = 0;
   for (; i + lanes <= width; i += lanes) {
     const VF d = LoadF32(df, in + i), xv = LoadF32(df, x + i);
     const VF cv = LoadF32(df, c + i), sv = LoadF32(df, s + i);
@@ -497,6 +496,86 @@ HWY_INLINE void GradInterleaveRow(bool stream, const TX* in, TX* out, const TX* 
     acc_s[i + 1] = std::fma(dodd, xe, acc_s[i + 1]);
     StoreScalarF32(std::fma(de, ce, dodd * so), out + i);
     StoreScalarF32(std::fma(dodd, co, -(de * se)), out + i + 1);
+  }
+}
+
+// bf16 pair vectors in the fused backward. Within each vector block of 2N channels the accumulators hold the
+// even channels first, then the odd ones ("split" layout); UnsplitBlocks restores channel order per group.
+HWY_INLINE int64_t PairBlock() { return 2 * static_cast<int64_t>(hn::Lanes(DF())); }
+
+// acc[j..j+N) += even_grad * even_factor, acc[j+N..j+2N) += odd_grad * odd_factor (split layout).
+HWY_INLINE void AccumulateSplit(float* acc, int64_t j, VF even_factor, VF odd_factor, VF even_grad, VF odd_grad) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  hn::StoreU(hn::MulAdd(even_grad, even_factor, hn::LoadU(df, acc + j)), df, acc + j);
+  hn::StoreU(hn::MulAdd(odd_grad, odd_factor, hn::LoadU(df, acc + j + lanes)), df, acc + j + lanes);
+}
+
+HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                 float* acc_c, float* acc_s, int64_t h) {
+  const int64_t block = PairBlock();
+  int64_t j = 0;
+  for (; j + block <= h; j += block) {
+    VF d1[2], d2[2], x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
+    LoadPairs(in + j, &d1[0], &d1[1]);
+    LoadPairs(in + h + j, &d2[0], &d2[1]);
+    LoadPairs(x + j, &x1[0], &x1[1]);
+    LoadPairs(x + h + j, &x2[0], &x2[1]);
+    LoadPairs(c + j, &c1[0], &c1[1]);
+    LoadPairs(c + h + j, &c2[0], &c2[1]);
+    LoadPairs(s + j, &s1[0], &s1[1]);
+    LoadPairs(s + h + j, &s2[0], &s2[1]);
+    AccumulateSplit(acc_c, j, x1[0], x1[1], d1[0], d1[1]);
+    AccumulateSplit(acc_c, h + j, x2[0], x2[1], d2[0], d2[1]);
+    AccumulateSplit(acc_s, j, hn::Neg(x2[0]), hn::Neg(x2[1]), d1[0], d1[1]);
+    AccumulateSplit(acc_s, h + j, x1[0], x1[1], d2[0], d2[1]);
+    for (int p = 0; p < 2; ++p) {
+      y1[p] = hn::MulAdd(d1[p], c1[p], hn::Mul(d2[p], s2[p]));
+      y2[p] = hn::MulAdd(d2[p], c2[p], hn::Neg(hn::Mul(d1[p], s1[p])));
+    }
+    StorePairs(y1[0], y1[1], out + j, stream);
+    StorePairs(y2[0], y2[1], out + h + j, stream);
+  }
+  GradHalfBlockRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, h, j);
+}
+
+HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                  float* acc_c, float* acc_s, int64_t width) {
+  const int64_t block = PairBlock();
+  int64_t i = 0;
+  for (; i + block <= width; i += block) {
+    VF de, dodd, xe, xo, ce, co, se, so;
+    LoadPairs(in + i, &de, &dodd);
+    LoadPairs(x + i, &xe, &xo);
+    LoadPairs(c + i, &ce, &co);
+    LoadPairs(s + i, &se, &so);
+    AccumulateSplit(acc_c, i, xe, xo, de, dodd);
+    AccumulateSplit(acc_s, i, hn::Neg(xo), xe, de, dodd);
+    StorePairs(hn::MulAdd(de, ce, hn::Mul(dodd, so)), hn::MulAdd(dodd, co, hn::Neg(hn::Mul(de, se))), out + i,
+               stream);
+  }
+  GradInterleaveRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, width, i);
+}
+
+// Back to channel order: every pair block the bf16 grad rows used, for this mode and width.
+HWY_INLINE void UnsplitRange(float* acc, int64_t begin, int64_t count) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
+  for (int64_t j = begin; j + block <= begin + count; j += block) {
+    const VF even = hn::LoadU(df, acc + j), odd = hn::LoadU(df, acc + j + lanes);
+    hn::StoreInterleaved2(even, odd, df, acc + j);
+  }
+}
+HWY_INLINE void UnsplitBlocks(RotaryMode mode, int64_t width, float* acc) {
+  if (mode == RotaryMode::kInterleave) {
+    UnsplitRange(acc, 0, width);
+    return;
+  }
+  const int64_t half_block = mode == RotaryMode::kQuarter ? width / 2 : width;  // one half-rule block
+  for (int64_t o = 0; o < width; o += half_block) {
+    const int64_t h = half_block / 2;
+    UnsplitRange(acc, o, h);
+    UnsplitRange(acc, o + h, h);
   }
 }
 
@@ -592,6 +671,12 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
           }
         }
       }
+#if HWY_TARGET != HWY_SCALAR
+      if (job.simd_rows && std::is_same<TX, BF>::value && std::is_same<TC, BF>::value) {
+        UnsplitBlocks(cfg.mode, width, ac);  // the bf16 pair rows accumulate in split layout
+        UnsplitBlocks(cfg.mode, width, as);
+      }
+#endif
     }
     TC* dc = static_cast<TC*>(job.dcos) + group.offset[kGDcos];
     TC* ds = static_cast<TC*>(job.dsin) + group.offset[kGDsin];
