@@ -177,11 +177,14 @@ def min_time(fn, budget_s, max_reps):
 
 
 # ---- per-call overhead of the binding -------------------------------------------------------------------------
-def overhead_pair(fn, runs=30, calls=300):
-    """(C++ seconds, Python seconds) per call, each the minimum over `runs` alternating runs of `calls` calls:
-    the C++ run is one binding call looping over the C++ API `calls` times (GIL released), the Python run
-    `calls` calls of fn. Alternating and taking minima of short runs keeps a shared machine's noise out."""
+def overhead_pair(fn, runs=60):
+    """(C++ seconds, Python seconds) per call, each the minimum over `runs` alternating runs of N calls (N: a run
+    of about 1 ms, 5..300 calls): the C++ run is one binding call looping over the C++ API N times (GIL
+    released), the Python run N calls of fn. Alternating, and minima of short runs (shorter than a scheduler
+    time slice), keep a shared machine's noise out."""
+    start = time.perf_counter()
     fn()
+    calls = int(max(5, min(300, 1e-3 / max(time.perf_counter() - start, 1e-9))))
     cpp = py = math.inf
     for _ in range(runs):
         _txops._set_repeat(calls)
@@ -209,7 +212,7 @@ def overhead_report(dtype):
 
 def overhead_table(dtype):
     print("# per-call overhead from Python (1 txops thread): one Python call minus the same C++ API call, "
-          "minima over 30 alternating runs of 300 calls")
+          "minima over 60 alternating runs of ~1 ms")
     print(f"{'call':<58} {'C++ us':>8} {'py torch us':>12} {'+us':>6} {'py numpy us':>12} {'+us':>6}")
     shapes = [("interleave_rope x (1,1,1,64)", (1, 1, 1, 64)), ("interleave_rope x (32,128,1,64) decode", (32, 128, 1, 64))]
     for name, shape in shapes:
