@@ -213,7 +213,8 @@ def overhead_report(dtype):
 def overhead_table(dtype):
     print("# per-call overhead from Python (1 txops thread): one Python call minus the same C++ API call, "
           "minima over 60 alternating runs of ~1 ms")
-    print(f"{'call':<58} {'C++ us':>8} {'py torch us':>12} {'+us':>6} {'py numpy us':>12} {'+us':>6}")
+    print(f"{'call':<58} {'C++ us':>8} {'py torch us':>12} {'+us':>6} {'C++ fp32 us':>12} {'py numpy us':>12} "
+          f"{'+us':>6}")
     shapes = [("interleave_rope x (1,1,1,64)", (1, 1, 1, 64)), ("interleave_rope x (32,128,1,64) decode", (32, 128, 1, 64))]
     for name, shape in shapes:
         row = []
@@ -226,7 +227,7 @@ def overhead_table(dtype):
             fn = lambda: txops.interleave_rope(x, cos, sin, out=out)  # noqa: E731
             row.append(overhead_pair(fn))
         print(f"{name + ' (' + str(dtype).replace('torch.', '') + ' / fp32)':<58} {row[0][0] * 1e6:8.2f} "
-              f"{row[0][1] * 1e6:12.2f} {(row[0][1] - row[0][0]) * 1e6:6.2f} {row[1][1] * 1e6:12.2f} "
+              f"{row[0][1] * 1e6:12.2f} {(row[0][1] - row[0][0]) * 1e6:6.2f} {row[1][0] * 1e6:12.2f} {row[1][1] * 1e6:12.2f} "
               f"{(row[1][1] - row[1][0]) * 1e6:6.2f}")
     q, k = uniform((64, 1, 32, 128), dtype, 1), uniform((64, 1, 8, 128), dtype, 2)
     cos, sin = rope_table(64, 1, 1, 128, dtype)
