@@ -119,3 +119,27 @@ def test_read_only_numpy_outputs_are_refused():
     with pytest.raises(ValueError, match="^out must be writable"):
         txops.interleave_rope(np.zeros((1, 1, 1, 8), np.float32), cos[:1, :1], cos[:1, :1], out=cos[:1, :1])
     txops.inplace_partial_rotary_mul(x, cos, cos)
+
+
+def test_concurrent_calls_from_python_threads():
+    """With the GIL released, calls from several Python threads overlap; each still gets its exact result."""
+    xs = [torch.randn(2, 8, 64, 64) for _ in range(3)]
+    cos = torch.randn(1, 1, 64, 64)
+    q = torch.nn.functional.normalize(torch.randn(50, 1, 32), dim=-1)
+    v, beta = torch.randn(50, 2, 32), torch.rand(50, 2)
+    expected = [txops.interleave_rope(x, cos, cos) for x in xs]
+    expected_gdr = txops.chunk_gated_delta_rule(q, q, v, beta)[0]
+    mismatches = []
+
+    def work(i):
+        for _ in range(10):
+            if not torch.equal(txops.interleave_rope(xs[i], cos, cos), expected[i]):
+                mismatches.append(("interleave_rope", i))
+            if not torch.equal(txops.chunk_gated_delta_rule(q, q, v, beta)[0], expected_gdr):
+                mismatches.append(("chunk_gated_delta_rule", i))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not mismatches
