@@ -84,3 +84,21 @@ def test_gdr_refuses_autograd():
         txops.chunk_gated_delta_rule(q.requires_grad_(), k, v, beta)
     with torch.no_grad():
         txops.chunk_gated_delta_rule(q, k, v, beta)
+
+
+def test_gdr_on_views_of_a_fused_projection():
+    """q, k, v, beta as strided views of one projection output (as model code produces them), no copies."""
+    tokens, nk, nv, dk, dv = 40, 2, 4, 16, 16
+    fused = torch.randn(tokens, nk * dk + nv * dv + nv, generator=torch.Generator().manual_seed(1))
+    fused[:, :nk * dk] = torch.nn.functional.normalize(fused[:, :nk * dk].unflatten(-1, (nk, dk)), dim=-1).flatten(1)
+    fused[:, -nv:] = fused[:, -nv:].sigmoid()
+    qk, v_view, beta = fused.split([nk * dk, nv * dv, nv], dim=-1)
+    q = k = qk.unflatten(-1, (nk, dk))
+    v_view = v_view.unflatten(-1, (nv, dv))
+    assert not (q.is_contiguous() or v_view.is_contiguous() or beta.is_contiguous())
+    g = -torch.rand(tokens, nv, generator=torch.Generator().manual_seed(3))
+    out, final = txops.chunk_gated_delta_rule(q, k, v_view, beta, actual_seq_lengths=[25, 15], g=g)
+    expected_out, expected_final = ref.chunk_gated_delta_rule(q, k, v_view, beta, torch.zeros(2, nv, dv, dk),
+                                                              [25, 15], g, dk ** -0.5)
+    torch.testing.assert_close(out.double(), expected_out, **TOLERANCE[torch.float32])
+    torch.testing.assert_close(final.double(), expected_final, **TOLERANCE[torch.float32])
