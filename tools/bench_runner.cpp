@@ -125,6 +125,7 @@ void measure_case(const CaseSpec& spec, const Dims& dims, const BenchOptions& op
       bc->reset();
       const Status st = bc->run();
       if (st.ok() && !have_reference) {
+        std::fprintf(stderr, "[%d/%d] computing the fp64 reference...\n", index, total);
         bc->compute_reference();
         have_reference = true;
       }

@@ -38,7 +38,9 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
   }
   return *this;
 }
-void Buffer::copy_from(const Buffer& other) { std::memcpy(data_, other.data_, bytes_ < other.bytes_ ? bytes_ : other.bytes_); }
+void Buffer::copy_from(const Buffer& other) {
+  std::memcpy(data_, other.data_, bytes_ < other.bytes_ ? bytes_ : other.bytes_);
+}
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) {
   int64_t n = 1;

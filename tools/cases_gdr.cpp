@@ -27,10 +27,10 @@ TensorView narrow(const TensorView& v, int axis, int64_t heads) {
 }
 
 // Key heads the reference covers: as many as the budgets allow, at least one.
-int64_t reference_key_heads(int64_t Nk, int64_t Nv, double flops_all_heads, double state_elems_all_heads) {
-  double fraction = std::min(kReferenceFlopBudget / flops_all_heads, kReferenceStateElements / state_elems_all_heads);
-  int64_t kh = static_cast<int64_t>(fraction * Nk);
-  (void)Nv;
+int64_t reference_key_heads(int64_t Nk, double flops_all_heads, double state_elems_all_heads) {
+  const double fraction =
+      std::min(kReferenceFlopBudget / flops_all_heads, kReferenceStateElements / state_elems_all_heads);
+  const int64_t kh = static_cast<int64_t>(fraction * Nk);
   return std::max<int64_t>(1, std::min(kh, Nk));
 }
 
@@ -91,7 +91,7 @@ class ChunkGdrCase : public BenchCase {
     tokens = T;
     flops = 6.0 * Dk * Dv * T * Nv;
     bytes = tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(init_) + tb(final_) + tb(out_) + tb(lens_);
-    kh_ = reference_key_heads(Nk, Nv, flops, static_cast<double>(B * Nv * Dv * Dk));
+    kh_ = reference_key_heads(Nk, flops, static_cast<double>(B * Nv * Dv * Dk));
     check_note = heads_note(kh_, Nk, Nv);
     nvh_ = kh_ * (Nv / Nk);
   }
@@ -152,7 +152,7 @@ class RecurrentGdrCase : public BenchCase {
     flops = 6.0 * Dk * Dv * T * Nv;
     state_bytes = 2.0 * T * Nv * Dv * Dk * dtype_size(dt);
     bytes = state_bytes + tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(out_) + tb(lens_) + tb(slots_);
-    kh_ = reference_key_heads(Nk, Nv, flops, static_cast<double>(pool * Nv * Dv * Dk));
+    kh_ = reference_key_heads(Nk, flops, static_cast<double>(pool * Nv * Dv * Dk));
     check_note = heads_note(kh_, Nk, Nv);
     nvh_ = kh_ * (Nv / Nk);
   }

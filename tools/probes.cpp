@@ -110,7 +110,8 @@ double peak_gflops(int threads, double seconds, int passes, Loop loop) {
     const double dt = now_seconds() - t0;
     best = std::max(best, flops / dt * 1e-9);
   }
-  if (sink == 12345.678f) best += 0;  // keep the sink alive
+  volatile float keep = sink;  // the loops' results reach memory, so no call is dead code
+  (void)keep;
   return best;
 }
 
