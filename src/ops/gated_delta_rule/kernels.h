@@ -18,6 +18,7 @@ struct GdrRowLayout {
   int64_t key_dim_padded = 0;
   int64_t vectors_per_row = 0;
   int register_rows = 0;  // 0: the generic in-memory row loop
+  bool token_major = false;  // k and q of a token fit in registers next to a row (TokenMajorRows, OneTokenRows)
 };
 
 struct GdrPlan {

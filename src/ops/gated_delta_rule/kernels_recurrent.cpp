@@ -513,7 +513,7 @@ TokenPack CarveScratch(const GdrPlan& plan, float* scratch, float** staged_state
 // Runs one token block of one head on its staged fp32 state with the kernel the layout allows.
 void RunTokenBlock(const GdrPlan& plan, const TokenPack& tp, int64_t n, float* staged) {
   const int64_t vectors = plan.layout.vectors_per_row;
-  if (!plan.problem.decode && !tp.decay && TokenMajorFits(vectors)) {
+  if (!plan.problem.decode && !tp.decay && plan.layout.token_major) {
     TokenMajorTokens(vectors, tp, n, staged);
   } else if (plan.layout.register_rows > 0) {
     RegisterRowsTokens<float>(vectors, tp, n, staged, plan.layout.key_dim_padded, staged, nullptr,
@@ -560,7 +560,7 @@ void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratc
     TS* token_out[kGdrTokenBlock] = {};
     for (int64_t t = t_begin; t < t_end; ++t) token_out[t - t_begin] = PoolHead<TS>(p.state_out, p.write_slot[t], h).base;
     PackTokens<TA>(p, h, t_begin, t_end - t_begin, tp);
-    if (t_end - t_begin == 1 && TokenMajorFits(plan.layout.vectors_per_row)) {
+    if (t_end - t_begin == 1 && plan.layout.token_major) {
       OneTokenTokens<TS>(plan.layout.vectors_per_row, plan.avx512_bf16, tp, start.base, start.row_stride, token_out[0],
                          p.state_out.strides[2]);
       StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
@@ -627,6 +627,7 @@ GdrRowLayout GdrLayout(int64_t key_dim) {
     }
   }
   layout.key_dim_padded = layout.vectors_per_row * N;
+  layout.token_major = layout.register_rows > 0 && TokenMajorFits(layout.vectors_per_row);
   return layout;
 }
 

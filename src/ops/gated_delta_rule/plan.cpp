@@ -21,9 +21,14 @@ int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign;
 // Token-steps of work: sum over sequences of L * Nv (decode counts at least one per (sequence, head)).
 int64_t work_items_min(const GdrProblem& p) { return p.decode ? 8 : 1; }
 
+// The kernel family the plan runs (README.md, "Kernels").
 const char* kernel_name(const GdrPlan& plan) {
-  if (plan.direct_state) return "gdr_recurrent_rows_direct";
-  return plan.layout.register_rows > 0 ? "gdr_recurrent_rows_staged" : "gdr_recurrent_generic";
+  if (plan.problem.decode) {
+    if (plan.direct_state) return plan.layout.token_major ? "gdr_decode_pool_rows" : "gdr_decode_pool_rows_in_registers";
+    return plan.layout.register_rows > 0 ? "gdr_decode_staged_rows_in_registers" : "gdr_decode_staged_generic";
+  }
+  if (plan.layout.token_major) return "gdr_prefill_token_major_rows";
+  return plan.layout.register_rows > 0 ? "gdr_prefill_rows_in_registers" : "gdr_prefill_generic_rows";
 }
 
 PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) {
