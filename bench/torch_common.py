@@ -20,8 +20,10 @@ def ensure_tuned_env():
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
-def parse_args(description):
+def parse_args(description, extra=()):
     p = argparse.ArgumentParser(description=description)
+    for flag, kwargs in extra:
+        p.add_argument(flag, **kwargs)
     p.add_argument("--compare", required=True, help="records written by `txops bench --json FILE`")
     p.add_argument("--max-reps", type=int, default=10, help="at most this many timed runs per case (default 10)")
     p.add_argument("--target-s", type=float, default=0.3, help="time budget per case and thread count (default 0.3)")
