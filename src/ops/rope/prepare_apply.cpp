@@ -124,11 +124,12 @@ Status prepare_apply_rotary_pos_emb(const TensorView& query, const TensorView& k
   ROPE_CHECK(check_shape_equals(sin, "sin", cos, "cos", kInvalid));
   ROPE_CHECK(check_writable(query, "queryRef"));
   ROPE_CHECK(check_writable(key, "keyRef"));
-  ROPE_CHECK(check_no_overlap(query, "queryRef", key, "keyRef", false));
-  ROPE_CHECK(check_no_overlap(query, "queryRef", cos, "cos", false));
-  ROPE_CHECK(check_no_overlap(query, "queryRef", sin, "sin", false));
-  ROPE_CHECK(check_no_overlap(key, "keyRef", cos, "cos", false));
-  ROPE_CHECK(check_no_overlap(key, "keyRef", sin, "sin", false));
+  const ViewSpan q_span = span_of(query), k_span = span_of(key), c_span = span_of(cos), s_span = span_of(sin);
+  ROPE_CHECK(check_no_overlap(query, q_span, "queryRef", key, k_span, "keyRef", false));
+  ROPE_CHECK(check_no_overlap(query, q_span, "queryRef", cos, c_span, "cos", false));
+  ROPE_CHECK(check_no_overlap(query, q_span, "queryRef", sin, s_span, "sin", false));
+  ROPE_CHECK(check_no_overlap(key, k_span, "keyRef", cos, c_span, "cos", false));
+  ROPE_CHECK(check_no_overlap(key, k_span, "keyRef", sin, s_span, "sin", false));
 
   RowJob job;
   job.config.x_dtype = query.dtype;
@@ -208,23 +209,33 @@ Status prepare_apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, con
   struct Named {
     const TensorView* view;
     const char* name;
+    ViewSpan span;
   };
-  const Named outputs[] = {{&grad_query, "gradQueryOut"}, {&grad_key, "gradKeyOut"},
-                           {with_cos_grad ? grad_cos : nullptr, "gradCosOut"},
-                           {with_cos_grad ? grad_sin : nullptr, "gradSinOut"}};
-  const Named inputs[] = {{&dqe, "gradQueryEmbed"}, {&dke, "gradKeyEmbed"}, {&cos, "cos"}, {&sin, "sin"},
-                          {query, "queryOptional"}, {key, "keyOptional"}};
+  Named outputs[] = {{&grad_query, "gradQueryOut", {}}, {&grad_key, "gradKeyOut", {}},
+                     {with_cos_grad ? grad_cos : nullptr, "gradCosOut", {}},
+                     {with_cos_grad ? grad_sin : nullptr, "gradSinOut", {}}};
+  Named inputs[] = {{&dqe, "gradQueryEmbed", {}}, {&dke, "gradKeyEmbed", {}}, {&cos, "cos", {}},
+                    {&sin, "sin", {}}, {query, "queryOptional", {}}, {key, "keyOptional", {}}};
+  for (Named& t : outputs) {
+    if (t.view != nullptr) t.span = span_of(*t.view);
+  }
+  for (Named& t : inputs) {
+    if (t.view != nullptr) t.span = span_of(*t.view);
+  }
   for (int o = 0; o < 4; ++o) {
-    if (outputs[o].view == nullptr) continue;
-    ROPE_CHECK(check_writable(*outputs[o].view, outputs[o].name));
+    const Named& out = outputs[o];
+    if (out.view == nullptr) continue;
+    ROPE_CHECK(check_writable(*out.view, out.name));
     for (int i = 0; i < 6; ++i) {
-      if (inputs[i].view == nullptr) continue;
+      const Named& in = inputs[i];
+      if (in.view == nullptr) continue;
       const bool own_side = (o == 0 && (i == 0 || i == 4)) || (o == 1 && (i == 1 || i == 5));
-      ROPE_CHECK(check_no_overlap(*outputs[o].view, outputs[o].name, *inputs[i].view, inputs[i].name, own_side));
+      ROPE_CHECK(check_no_overlap(*out.view, out.span, out.name, *in.view, in.span, in.name, own_side));
     }
     for (int p = 0; p < o; ++p) {
-      if (outputs[p].view == nullptr) continue;
-      ROPE_CHECK(check_no_overlap(*outputs[o].view, outputs[o].name, *outputs[p].view, outputs[p].name, false));
+      const Named& other = outputs[p];
+      if (other.view == nullptr) continue;
+      ROPE_CHECK(check_no_overlap(*out.view, out.span, out.name, *other.view, other.span, other.name, false));
     }
   }
   if (compat_mode() == Compat::kCann) {

@@ -62,9 +62,10 @@ Status prepare_interleave_rope(const TensorView& x, const TensorView& cos, const
   ROPE_CHECK(check_shape_equals(sin, "sin", cos, "cos", kShape));
   // the output view
   ROPE_CHECK(check_writable(out, "out"));
-  ROPE_CHECK(check_no_overlap(out, "out", x, "x", /*alias_ok=*/true));
-  ROPE_CHECK(check_no_overlap(out, "out", cos, "cos", false));
-  ROPE_CHECK(check_no_overlap(out, "out", sin, "sin", false));
+  const ViewSpan out_span = span_of(out);
+  ROPE_CHECK(check_no_overlap(out, out_span, "out", x, span_of(x), "x", /*alias_ok=*/true));
+  ROPE_CHECK(check_no_overlap(out, out_span, "out", cos, span_of(cos), "cos", false));
+  ROPE_CHECK(check_no_overlap(out, out_span, "out", sin, span_of(sin), "sin", false));
 
   if (has_zero_extent(x)) {
     plan_nothing(op);
@@ -142,8 +143,9 @@ static Status prepare_partial(bool backward, const TensorView& x, const TensorVi
   }
   ROPE_CHECK(check_shape_equals(sin, "sin", cos, "cos", kShape));
   ROPE_CHECK(check_writable(x, x_name));
-  ROPE_CHECK(check_no_overlap(x, x_name, cos, "cos", false));
-  ROPE_CHECK(check_no_overlap(x, x_name, sin, "sin", false));
+  const ViewSpan x_span = span_of(x);
+  ROPE_CHECK(check_no_overlap(x, x_span, x_name, cos, span_of(cos), "cos", false));
+  ROPE_CHECK(check_no_overlap(x, x_span, x_name, sin, span_of(sin), "sin", false));
   if (cann) {
     ROPE_CHECK(check_contiguous(x, x_name));
     ROPE_CHECK(check_contiguous(cos, "cos"));

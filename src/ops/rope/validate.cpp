@@ -112,8 +112,9 @@ bool same_view(const TensorView& a, const TensorView& b) {
   return true;
 }
 
-// [first, last] bytes a view touches.
-static void byte_range(const TensorView& v, uintptr_t* first, uintptr_t* last) {
+ViewSpan span_of(const TensorView& v) {
+  ViewSpan span;
+  if (has_zero_extent(v)) return span;
   int64_t lo = 0, hi = 0;
   for (int d = 0; d < v.ndim; ++d) {
     const int64_t reach = v.strides[d] * (v.shape[d] - 1);
@@ -121,17 +122,16 @@ static void byte_range(const TensorView& v, uintptr_t* first, uintptr_t* last) {
   }
   const int64_t size = v.dtype == DType::kF32 ? 4 : v.dtype == DType::kF64 ? 8 : 2;  // validated float dtypes
   const uintptr_t base = reinterpret_cast<uintptr_t>(v.data);
-  *first = base + static_cast<uintptr_t>(lo * size);
-  *last = base + static_cast<uintptr_t>(hi * size + size - 1);
+  span.first = base + static_cast<uintptr_t>(lo * size);
+  span.last = base + static_cast<uintptr_t>(hi * size + size - 1);
+  span.empty = false;
+  return span;
 }
 
-Status check_no_overlap(const TensorView& out, const char* out_name, const TensorView& in, const char* in_name,
-                        bool alias_ok) {
-  if (has_zero_extent(out) || has_zero_extent(in)) return Status();
-  uintptr_t out_first, out_last, in_first, in_last;
-  byte_range(out, &out_first, &out_last);
-  byte_range(in, &in_first, &in_last);
-  if (out_last < in_first || in_last < out_first) return Status();  // the common case: disjoint ranges
+Status check_no_overlap(const TensorView& out, const ViewSpan& out_span, const char* out_name, const TensorView& in,
+                        const ViewSpan& in_span, const char* in_name, bool alias_ok) {
+  if (out_span.empty || in_span.empty) return Status();
+  if (out_span.last < in_span.first || in_span.last < out_span.first) return Status();  // the common case
   if (same_view(out, in)) {
     if (alias_ok) return Status();
     return fail(StatusCode::kParamInvalid, "%s must not alias %s, got the same memory", out_name, in_name);
@@ -139,7 +139,7 @@ Status check_no_overlap(const TensorView& out, const char* out_name, const Tenso
   // Only dense views are judged (their address ranges are exactly their elements); see validate.h.
   if (!(out.is_contiguous() && in.is_contiguous())) return Status();
   return fail(StatusCode::kParamInvalid, "%s must not partially overlap %s, got memory offset %lld bytes", out_name,
-              in_name, static_cast<long long>(static_cast<intptr_t>(out_first - in_first)));
+              in_name, static_cast<long long>(static_cast<intptr_t>(out_span.first - in_span.first)));
 }
 
 Status check_contiguous(const TensorView& v, const char* name) {
