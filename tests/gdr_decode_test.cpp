@@ -70,6 +70,35 @@ TEST(GdrDecode, OneTokenPerSequenceWithScatteredSlots) {
   check_against_reference(c);
 }
 
+// The common serving step: many sequences, one token each, Qwen3-Next-like heads; both pool dtypes, with and
+// without gk, every ISA, and the same bytes for 1..4 threads.
+TEST(GdrDecode, OneTokenBatchRealisticHeads) {
+  for (DType state : {DType::kBF16, DType::kF32}) {
+    for (bool with_gk : {false, true}) {
+      DecodeConfig c;
+      c.lengths.assign(12, 1);
+      c.state_indices = {17, 3, 9, 0, 11, 5, 14, 2, 8, 16, 1, 6};
+      c.num_slots = 18;
+      c.nk = 2, c.nv = 4, c.dk = 128, c.dv = 128;
+      c.state = state;
+      c.with_gk = with_gk;
+      check_against_reference(c);
+      DecodeProblem problem(c);
+      std::vector<uint8_t> out_one, pool_one;
+      for (int threads : {1, 2, 3, 4}) {
+        ThreadsScope threads_scope(threads);
+        ASSERT_TRUE(problem.run().ok());
+        if (threads == 1) {
+          out_one = problem.out.bytes, pool_one = problem.pool.bytes;
+          continue;
+        }
+        EXPECT_TRUE(problem.out.bytes == out_one) << c.describe() << ": out differs with " << threads << " threads";
+        EXPECT_TRUE(problem.pool.bytes == pool_one) << c.describe() << ": pool differs with " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(GdrDecode, SeveralTokensPerSequence) {
   DecodeConfig c;
   c.lengths = {3, 1, 8, 2};

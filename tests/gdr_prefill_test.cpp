@@ -250,6 +250,34 @@ TEST(GdrPrefill, StrongDecayBetaOneStaysAccurate) {
   }
 }
 
+// Decay that is gentle for long stretches and then drops sharply (g = -30 every 17th token, -60 at the end):
+// any kernel that factors the decay out of the state (scaled states, cumulative sums) must renormalise.
+TEST(GdrPrefill, SpikyDecayMatchesReference) {
+  for (DType act : {DType::kF32, DType::kBF16}) {
+    PrefillConfig c;
+    c.lengths = {3 * kChunk + 5, 300};
+    c.nk = 1, c.nv = 2, c.dk = 32, c.dv = 16;
+    c.act = act;
+    PrefillProblem problem(c);
+    for (int64_t t = 0; t < problem.tokens(); ++t)
+      for (int64_t h = 0; h < c.nv; ++h) {
+        double g = -0.02 * (1 + (t + h) % 3);           // gentle: cumulative decay reaches ~e^-12 over 300 tokens
+        if (t % 17 == 16) g = -30.0;                      // sharp drops
+        if (t == problem.tokens() - 1) g = -60.0;
+        problem.g.set(t * c.nv + h, g);
+      }
+    std::vector<double> out_ref, state_ref;
+    problem.reference(&out_ref, &state_ref);
+    for (Isa isa : isas_to_test()) {
+      IsaScope scope(isa);
+      SCOPED_TRACE(c.describe() + " spiky g isa=" + txops::isa_name(isa));
+      ASSERT_TRUE(problem.run().ok());
+      EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "spiky g out", nullptr));
+      EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "spiky g state", nullptr));
+    }
+  }
+}
+
 TEST(GdrPrefill, VeryNegativeGStaysFinite) {
   PrefillConfig c;
   c.lengths = {kChunk + 30};
