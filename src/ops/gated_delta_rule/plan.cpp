@@ -2,6 +2,7 @@
 // partition over (sequence, value head), workspace = per-thread fp32 scratch + the decode start-state snapshot
 // when slots conflict), producing a PreparedOp whose run() executes the plan (TXOPS_VERBOSE names the kernel).
 #include <cinttypes>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -18,7 +19,7 @@ constexpr int64_t kAlign = 64;
 
 int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// Token-steps of work: sum over sequences of L * Nv (decode counts at least one per (sequence, head)).
+// (sequence, head) items a thread should get at least: a decode item is small (one state streamed once).
 int64_t work_items_min(const GdrProblem& p) { return p.decode ? 8 : 1; }
 
 // The kernel family the plan runs (README.md, "Kernels").
