@@ -34,6 +34,21 @@ TEST(ApplyRotaryPosEmb, ModesLayoutsAndHeadDimsOnEveryIsa) {
   }
 }
 
+TEST(ApplyRotaryPosEmb, HeadDim1024) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (bool backward : {false, true}) {
+      for (RotaryMode mode : kModes) {
+        ApplyRotaryCase c;
+        c.backward = backward, c.mode = mode, c.layout = Layout::kTND, c.D = 1024, c.B = 1, c.S = 2, c.Nq = 3;
+        c.Nk = 1, c.q_dtype = DType::kBF16, c.cs_dtype = DType::kF32;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
 TEST(ApplyRotaryPosEmb, ForwardWithNarrowerCosLeavesTheRestUntouched) {
   FailureBudget budget;
   for (Isa isa : all_isas()) {

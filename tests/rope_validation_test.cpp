@@ -145,6 +145,68 @@ TEST(RopeValidation, InterleaveRopeCannCompat) {
   EXPECT_TRUE(interleave_rope(x.view(), cos.view(), sin.view(), out.view()).ok());
 }
 
+// Every required tensor of every RoPE op, null in turn: 161001 naming it (aclnn only: the C++ API takes
+// references). Valid shapes otherwise.
+TEST(RopeValidation, EveryRequiredTensorNullIsNullptrError) {
+  const char* kInterleaveNames[] = {"x", "cos", "sin", "out"};
+  for (int which = 0; which < 4; ++which) {
+    OwnedTensor x(DType::kF32, {1, 2, 3, 8}), cos(DType::kF32, {1, 1, 3, 8}), sin(DType::kF32, {1, 1, 3, 8});
+    OwnedTensor out(DType::kF32, {1, 2, 3, 8});
+    aclTensor* t[4] = {x.acl(), cos.acl(), sin.acl(), out.acl()};
+    t[which] = nullptr;
+    uint64_t ws = 0;
+    aclOpExecutor* exec = nullptr;
+    const aclnnStatus code = aclnnInterleaveRopeGetWorkspaceSize(t[0], t[1], t[2], t[3], &ws, &exec);
+    expect_failure(std::string("null ") + kInterleaveNames[which], code, aclGetRecentErrMsg(), kNull,
+                   "aclnnInterleaveRope: ", kInterleaveNames[which]);
+  }
+  const int64_t slice_values[2] = {0, 8};
+  AclIntArrayPtr slice(aclCreateIntArray(slice_values, 2));
+  for (bool backward : {false, true}) {
+    const char* names[] = {backward ? "dy" : "x", "cos", "sin"};
+    for (int which = 0; which < 3; ++which) {
+      OwnedTensor x(DType::kF32, {1, 3, 2, 8}), cos(DType::kF32, {1, 3, 1, 8}), sin(DType::kF32, {1, 3, 1, 8});
+      aclTensor* t[3] = {x.acl(), cos.acl(), sin.acl()};
+      t[which] = nullptr;
+      uint64_t ws = 0;
+      aclOpExecutor* exec = nullptr;
+      const aclnnStatus code =
+          backward ? aclnnInplacePartialRotaryMulGradGetWorkspaceSize(t[0], t[1], t[2], 0, slice.get(), &ws, &exec)
+                   : aclnnInplacePartialRotaryMulGetWorkspaceSize(t[0], t[1], t[2], 0, slice.get(), &ws, &exec);
+      expect_failure(std::string("null ") + names[which], code, aclGetRecentErrMsg(), kNull,
+                     backward ? "aclnnInplacePartialRotaryMulGrad: " : "aclnnInplacePartialRotaryMul: ",
+                     names[which]);
+    }
+  }
+  char half[] = "half";
+  const char* kForwardNames[] = {"query", "key", "cos", "sin"};
+  for (int which = 0; which < 4; ++which) {
+    OwnedTensor q(DType::kF32, {1, 3, 2, 8}), k(DType::kF32, {1, 3, 1, 8}), cos(DType::kF32, {1, 3, 1, 8});
+    OwnedTensor sin(DType::kF32, {1, 3, 1, 8});
+    aclTensor* t[4] = {q.acl(), k.acl(), cos.acl(), sin.acl()};
+    t[which] = nullptr;
+    uint64_t ws = 0;
+    aclOpExecutor* exec = nullptr;
+    const aclnnStatus code = aclnnApplyRotaryPosEmbV2GetWorkspaceSize(t[0], t[1], t[2], t[3], 1, half, &ws, &exec);
+    expect_failure(std::string("null ") + kForwardNames[which], code, aclGetRecentErrMsg(), kNull,
+                   "aclnnApplyRotaryPosEmbV2: ", kForwardNames[which]);
+  }
+  // Grad: the embeds, cos, sin and gradQueryOut / gradKeyOut are required (q/k and gradCos/gradSin optional).
+  const char* kGradNames[] = {"gradQueryEmbed", "gradKeyEmbed", "cos", "sin", "gradQuery", "gradKey"};
+  for (int which = 0; which < 6; ++which) {
+    OwnedTensor gqe(DType::kF32, {1, 3, 2, 8}), gke(DType::kF32, {1, 3, 1, 8}), cos(DType::kF32, {1, 3, 1, 8});
+    OwnedTensor sin(DType::kF32, {1, 3, 1, 8}), gq(DType::kF32, {1, 3, 2, 8}), gk(DType::kF32, {1, 3, 1, 8});
+    aclTensor* t[6] = {gqe.acl(), gke.acl(), cos.acl(), sin.acl(), gq.acl(), gk.acl()};
+    t[which] = nullptr;
+    uint64_t ws = 0;
+    aclOpExecutor* exec = nullptr;
+    const aclnnStatus code = aclnnApplyRotaryPosEmbGradGetWorkspaceSize(
+        t[0], t[1], t[2], t[3], nullptr, nullptr, half, 1, t[4], t[5], nullptr, nullptr, &ws, &exec);
+    expect_failure(std::string("null ") + kGradNames[which], code, aclGetRecentErrMsg(), kNull,
+                   "aclnnApplyRotaryPosEmbGrad: ", kGradNames[which]);
+  }
+}
+
 // ---- InplacePartialRotaryMul (+Grad) ------------------------------------------------------------------
 struct PartialArgs {
   DType x = DType::kF32, cos = DType::kF32, sin = DType::kF32;
