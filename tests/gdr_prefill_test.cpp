@@ -293,6 +293,29 @@ TEST(GdrPrefill, VeryNegativeGStaysFinite) {
   }
 }
 
+// g > 0 (growth instead of decay: e^(0.3 * 150) ~ 3.5e19 stays inside fp32) and beta = 0 on some tokens.
+TEST(GdrPrefill, PositiveGAndZeroBetaStayFinite) {
+  PrefillConfig c;
+  c.lengths = {150, 2};
+  c.dk = 16, c.dv = 16;
+  c.act = DType::kF32;
+  PrefillProblem problem(c);
+  for (int64_t i = 0; i < problem.g.numel(); ++i) problem.g.set(i, 0.3);
+  for (int64_t i = 0; i < problem.beta.numel(); i += 3) problem.beta.set(i, 0.0);
+  std::vector<double> out_ref, state_ref;
+  problem.reference(&out_ref, &state_ref);
+  for (Isa isa : isas_to_test()) {
+    IsaScope scope(isa);
+    SCOPED_TRACE(std::string("g=+0.3 beta=0 every 3rd token isa=") + txops::isa_name(isa));
+    ASSERT_TRUE(problem.run().ok());
+    EXPECT_TRUE(all_finite(problem.out));
+    EXPECT_TRUE(all_finite(problem.final_state));
+    const txops::CompareReport r = txops::compare_with_reference(problem.out.view(), out_ref,
+                                                                 txops::tolerance_for("gdr_out", DType::kF32));
+    std::printf("  [info] g=+0.3 isa=%s: out %s\n", txops::isa_name(isa), r.describe(problem.out.view()).c_str());
+  }
+}
+
 TEST(GdrPrefill, UnnormalisedKeysStayFinite) {
   // |k| = 2 and beta = 1 make each step multiply S by (I - 4 k^ k^T): growth 3^L, finite in fp32 for L = 20.
   PrefillConfig c;
