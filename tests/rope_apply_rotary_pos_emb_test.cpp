@@ -34,6 +34,22 @@ TEST(ApplyRotaryPosEmb, ModesLayoutsAndHeadDimsOnEveryIsa) {
   }
 }
 
+TEST(ApplyRotaryPosEmb, MoreKeyHeadsThanQueryHeadsAndSingletons) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (bool backward : {false, true}) {
+      for (Layout layout : all_layouts()) {
+        ApplyRotaryCase c;  // Nk > Nq, odd
+        c.backward = backward, c.layout = layout, c.mode = RotaryMode::kInterleave, c.D = 18, c.Nq = 1, c.Nk = 7;
+        if (!budget.check(run_case(c), c.describe())) return;
+        c.B = 1, c.S = 1, c.Nq = 1, c.Nk = 1, c.D = 2, c.mode = RotaryMode::kHalf;  // everything size 1
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
 TEST(ApplyRotaryPosEmb, HeadDim1024) {
   FailureBudget budget;
   for (Isa isa : all_isas()) {

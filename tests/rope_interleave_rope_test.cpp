@@ -29,6 +29,18 @@ TEST(InterleaveRope, HeadDimsAndDtypesOnEveryIsa) {
   }
 }
 
+TEST(InterleaveRope, SingletonShapes) {
+  FailureBudget budget;
+  for (Isa isa : all_isas()) {
+    ScopedIsa scoped(isa);
+    for (int64_t D : {2, 8}) {
+      InterleaveRopeCase c;
+      c.B = 1, c.N = 1, c.S = 1, c.D = D, c.Bc = 1, c.Sc = 1;
+      if (!budget.check(run_case(c), c.describe())) return;
+    }
+  }
+}
+
 TEST(InterleaveRope, CosSinBroadcastPatterns) {
   FailureBudget budget;
   for (Isa isa : all_isas()) {
