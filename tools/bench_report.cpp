@@ -40,7 +40,7 @@ void print_table_row(FILE* out, const CaseResult& r) {
   if (!r.passed) std::fprintf(out, "    failure: %s\n", r.message.c_str());
 }
 
-void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute) {
+void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s) {
   std::fprintf(out,
                "# probes, %d thread(s): copy %.2f GB/s, copy non-temporal %.2f GB/s, triad %.2f GB/s "
                "(arrays of %.0f MiB) -> limit %.2f GB/s",
@@ -48,7 +48,7 @@ void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* c
   if (compute)
     std::fprintf(out, "; fp32 FMA (%s) %.1f GFLOP/s, bf16 dot %.1f GFLOP/s", compute->isa.c_str(),
                  compute->fma_gflops, compute->bf16_dot_gflops);
-  std::fprintf(out, "\n");
+  std::fprintf(out, "; empty parallel region %.2f us\n", parallel_region_s * 1e6);
 }
 
 namespace {
@@ -91,7 +91,7 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
       << ", \"gbps\": " << number(r.gbps) << ", \"limit_gbps\": " << number(r.limit_gbps)
       << ", \"ratio\": " << number(r.ratio) << ", \"copy_gbps\": " << number(r.copy_gbps)
       << ", \"copy_nt_gbps\": " << number(r.copy_nt_gbps) << ", \"triad_gbps\": " << number(r.triad_gbps)
-      << ", \"max_err\": " << number(r.max_err)
+      << ", \"parallel_region_s\": " << number(r.parallel_region_s) << ", \"max_err\": " << number(r.max_err)
       << ", \"passed\": " << (r.passed ? "true" : "false");
     if (r.kind != CaseKind::kRope)
       o << ", \"flops\": " << number(r.flops) << ", \"gflops\": " << number(r.gflops)

@@ -25,6 +25,7 @@ struct CaseResult {
   double time_min_s = 0, time_median_s = 0;
   double bytes = 0, gbps = 0, limit_gbps = 0, ratio = 0;
   double copy_gbps = 0, copy_nt_gbps = 0, triad_gbps = 0;  // the same-run probes behind limit_gbps
+  double parallel_region_s = 0;  // median empty parallel region on this thread count (fork/join cost)
   // gated delta rule
   double flops = 0, state_bytes = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, tokens_per_s = 0;
   double state_gbps = 0, state_ratio = 0;  // decode
@@ -35,7 +36,7 @@ struct CaseResult {
 
 void print_table_header(FILE* out);
 void print_table_row(FILE* out, const CaseResult& r);
-void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute);
+void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s);
 // Writes the records (a JSON list, one object per case); false when the file cannot be written.
 bool write_json(const std::string& path, const std::vector<CaseResult>& results);
 

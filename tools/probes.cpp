@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "bench_util.h"
 #include "core/parallel.h"
@@ -76,6 +77,22 @@ BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes) {
   r.copy_nt_gbps = 2 * bytes / best_nt * 1e-9;
   r.triad_gbps = 3 * bytes / best_triad * 1e-9;
   return r;
+}
+
+double probe_parallel_region(int threads, int reps) {
+  std::vector<double> times(static_cast<size_t>(reps));
+  int sink = 0;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now_seconds();
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp atomic
+      sink += 1;
+    }
+    times[i] = now_seconds() - t0;
+  }
+  std::sort(times.begin(), times.end());
+  return sink > 0 ? times[times.size() / 2] : 0.0;
 }
 
 namespace {

@@ -32,6 +32,10 @@ BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes);
 // Array size the bench uses: 8x the last-level cache, at least 64 MiB, at most 512 MiB.
 size_t default_probe_array_bytes();
 
+// Median wall time of an empty parallel region on `threads` threads (the fork/join cost every multi-threaded
+// call pays; on an oversubscribed machine it includes waiting for a core).
+double probe_parallel_region(int threads, int reps);
+
 // Each measurement runs about `seconds_per_pass`; best of `passes`.
 ComputeProbe probe_compute(int threads, double seconds_per_pass, int passes);
 
