@@ -1,7 +1,8 @@
-// bench_runner.cpp — the `txops bench` loop. For each selected case: build it (tensors filled with fixed
-// seeds), compute the fp64 reference once, then on each thread count: restore inputs, run once and check
-// (a failed status or an out-of-tolerance output fails the case), warm up, time adaptive repetitions and
-// divide by the probes measured in this process on the same thread count.
+// bench_runner.cpp — the `txops bench` loop. Probes first; then for each selected case: build it (tensors
+// filled with fixed seeds), and on each thread count restore the inputs, run once, check against the fp64
+// reference (computed once, after the first successful run) and the first thread count's bits (a failed
+// status, an out-of-tolerance output or differing bits fail the case), warm up, time adaptive repetitions;
+// short probes between cases and full ones at the end; finally divide by the best probes of each thread count.
 #include "bench_runner.h"
 
 #include <algorithm>
@@ -28,7 +29,10 @@ Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps) 
   double t0 = now_seconds();
   fn();
   const double first = now_seconds() - t0;
-  if (reps <= 0) reps = static_cast<int>(std::min<double>(max_reps, std::max<double>(min_reps, target_s / std::max(first, 1e-9))));
+  if (reps <= 0) {
+    const double fit = target_s / std::max(first, 1e-9);
+    reps = static_cast<int>(std::min<double>(max_reps, std::max<double>(min_reps, fit)));
+  }
   std::vector<double> times(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) {
     t0 = now_seconds();
