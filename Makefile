@@ -46,11 +46,13 @@ test-python: build
 
 test: test-san test-python test-cpp
 
+# The PyTorch peers run even when a txops case failed; the exit status is txops bench's.
 bench: build
-	$(BUILD)/txops bench --json $(BUILD)/bench.json
-	@if [ -f bench/torch_rope.py ]; then $(PYTHON) bench/torch_rope.py --compare $(BUILD)/bench.json; fi
-	@if [ -f bench/torch_gdr.py ]; then $(PYTHON) bench/torch_gdr.py --compare $(BUILD)/bench.json; fi
-	@if [ -f bench/py_bench.py ]; then PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/py_bench.py; fi
+	@status=0; $(BUILD)/txops bench --json $(BUILD)/bench.json || status=$$?; \
+	if [ -f bench/torch_rope.py ]; then $(PYTHON) bench/torch_rope.py --compare $(BUILD)/bench.json || status=1; fi; \
+	if [ -f bench/torch_gdr.py ]; then $(PYTHON) bench/torch_gdr.py --compare $(BUILD)/bench.json || status=1; fi; \
+	if [ -f bench/py_bench.py ]; then PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/py_bench.py || status=1; fi; \
+	exit $$status
 
 python: build
 	TXOPS_CMAKE_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pip install --no-build-isolation --no-deps --break-system-packages .
