@@ -1,5 +1,6 @@
 // kernels.h — the interface between plan.cpp and the Highway kernels of the gated delta rule
-// (kernels_recurrent.cpp): the plan a kernel runs, and the per-ISA entry points chosen with TXOPS_SELECT_KERNEL.
+// (kernels_recurrent.cpp, kernels_chunked.cpp): the plan a kernel runs, and the per-ISA entry points chosen
+// with TXOPS_SELECT_KERNEL.
 #ifndef TXOPS_OPS_GATED_DELTA_RULE_KERNELS_H_
 #define TXOPS_OPS_GATED_DELTA_RULE_KERNELS_H_
 
@@ -11,6 +12,8 @@ namespace txops {
 
 // Tokens packed (as fp32) per step of the row-fused recurrent kernel.
 constexpr int64_t kGdrTokenBlock = 64;
+// Tokens per chunk of the chunked prefill kernel.
+constexpr int64_t kGdrChunk = 64;
 
 // How one ISA lays out a state row: Dk padded to a whole number of vectors; `register_rows` > 0 when a
 // register-resident micro-kernel exists for that width (rows kept in registers across a token block).
@@ -27,6 +30,7 @@ struct GdrPlan {
   int threads = 1;
   bool direct_state = false;       // decode: rows read/written straight from/to the pool (no fp32 staging)
   bool avx512_bf16 = false;        // decode: the AVX3 kernel may round bf16 states with vcvtneps2bf16
+  bool chunked = false;            // prefill: the chunked kernel (kernels_chunked.cpp) instead of the recurrent one
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only
   int64_t scratch_floats = 0;      // per thread
@@ -45,6 +49,11 @@ using GdrSnapshotFn = void(const GdrPlan& plan, int64_t begin, int64_t end, void
 GdrLayoutFn* select_gdr_layout(Isa isa);
 GdrRunItemsFn* select_gdr_run_items(Isa isa);
 GdrSnapshotFn* select_gdr_snapshot(Isa isa);
+
+// The chunked prefill kernel (kernels_chunked.cpp): items are (sequence, value head) pairs; `scratch` holds
+// gdr_chunked_scratch_floats(Dk, Dv) floats (64-byte aligned); `snapshot` is unused.
+GdrRunItemsFn* select_gdr_chunked_run_items(Isa isa);
+int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim);
 
 }  // namespace txops
 

@@ -1,8 +1,12 @@
 // plan.cpp — phase one of both gated-delta-rule operators: validate, then plan (ISA kernel, row layout,
 // partition over (sequence, value head), workspace = per-thread fp32 scratch + the decode start-state snapshot
 // when slots conflict), producing a PreparedOp whose run() executes the plan (TXOPS_VERBOSE names the kernel).
+// Prefill chooses the chunked or the recurrent kernel per shape (README.md, "Kernels"); TXOPS_GDR_KERNEL
+// overrides the choice for tests and benchmarks.
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -28,12 +32,13 @@ const char* kernel_name(const GdrPlan& plan) {
     if (plan.direct_state) return plan.layout.token_major ? "gdr_decode_pool_rows" : "gdr_decode_pool_rows_in_registers";
     return plan.layout.register_rows > 0 ? "gdr_decode_staged_rows_in_registers" : "gdr_decode_staged_generic";
   }
+  if (plan.chunked) return "gdr_prefill_chunked";
   if (plan.layout.token_major) return "gdr_prefill_token_major_rows";
   return plan.layout.register_rows > 0 ? "gdr_prefill_rows_in_registers" : "gdr_prefill_generic_rows";
 }
 
 PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) {
-  GdrRunItemsFn* run_items = select_gdr_run_items(isa);
+  GdrRunItemsFn* run_items = plan->chunked ? select_gdr_chunked_run_items(isa) : select_gdr_run_items(isa);
   GdrSnapshotFn* snapshot_fn = select_gdr_snapshot(isa);
   const int64_t scratch_bytes = align_up(plan->scratch_floats * static_cast<int64_t>(sizeof(float)));
   PreparedOp op;
@@ -91,6 +96,16 @@ void plan_common(GdrPlan* plan, Isa isa) {
   plan->scratch_floats = 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
 }
 
+// Prefill kernel choice. TXOPS_GDR_KERNEL=chunked|recurrent forces one (tests, benchmarks); anything else
+// (or unset, or "auto") takes the per-shape rule: see README.md "Kernels" for the measurements behind it.
+bool choose_chunked(const GdrProblem& p) {
+  const char* env = std::getenv("TXOPS_GDR_KERNEL");
+  if (env != nullptr && std::strcmp(env, "chunked") == 0) return true;
+  if (env != nullptr && std::strcmp(env, "recurrent") == 0) return false;
+  (void)p;
+  return false;
+}
+
 }  // namespace
 
 Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
@@ -104,6 +119,8 @@ Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView&
   const Isa isa = active_isa();
   plan->items = plan->problem.batch * plan->problem.num_value_heads;
   plan_common(plan.get(), isa);
+  plan->chunked = choose_chunked(plan->problem);
+  if (plan->chunked) plan->scratch_floats = gdr_chunked_scratch_floats(plan->problem.key_dim, plan->problem.value_dim);
   *op = make_op(std::move(plan), isa, "chunk_gated_delta_rule");
   return Status();
 }

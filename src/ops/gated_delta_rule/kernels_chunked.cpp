@@ -1,0 +1,331 @@
+// kernels_chunked.cpp — the chunked prefill kernel of the gated delta rule (Highway: AVX3, AVX2, SCALAR).
+// Why: it turns the token recurrence into small GEMMs (64 x 128 x 128 and the like) run by a register-blocked
+// micro-kernel, the alternative to the row-fused recurrent kernel (kernels_recurrent.cpp); plan.cpp picks.
+// Per (sequence, value head), chunks of n <= kGdrChunk tokens, S0 the state before the chunk (kept transposed,
+// St = S0ᵀ, Dk x Dv fp32), G = cumsum(g) in double restarted per chunk, Γ_ij = exp(G_i - G_j) (j <= i only):
+//   X  = [β⊙exp(G)⊙K ; exp(G)⊙Q·scale] St          (one GEMM, 2n x Dk x Dv)
+//   A  = strictly_lower(β⊙(K Kᵀ)⊙Γ),  P = lower(Q·scale Kᵀ ⊙ Γ)   (one GEMM [K;Q] Kᵀ, then the masks)
+//   V' = (I + A)^{-1} (β⊙V - X_top)                  (forward substitution; equals U - W S0ᵀ of the spec)
+//   O  = X_bottom + P V'
+//   St ← exp(G_last) St + Kᵀ (exp(G_last - G) ⊙ V')
+// Derivation: with u_t = β_t (v_t - α_t S_{t-1} k_t) and S_t = e^{G_t} S0 + Σ_{j<=t} Γ_tj u_j k_jᵀ, u_t satisfies
+// u_t + Σ_{j<t} β_t Γ_tj (k_t·k_j) u_j = β_t v_t - β_t e^{G_t} S0 k_t, i.e. (I + A) U = βV - (βe^G K) S0ᵀ.
+// All arithmetic is fp32 (inputs widened exactly); outputs and the final state are rounded once. Every item
+// is computed by this one code path in a fixed order, so results do not depend on the thread count.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_chunked.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <cmath>
+
+#include "core/simd_convert-inl.h"
+#include "ops/gated_delta_rule/kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Micro-kernel tile: kGemmRows rows of C x kGemmVectors vectors (accumulators + B loads + a broadcast fit the
+// register file: AVX3 24 + 4 + 1 of 32, AVX2 12 + 2 + 1 of 16).
+constexpr int kGemmRows = 6;
+#if HWY_TARGET == HWY_SCALAR
+constexpr int kGemmVectors = 1;
+#elif HWY_TARGET == HWY_AVX2
+constexpr int kGemmVectors = 2;
+#else
+constexpr int kGemmVectors = 4;
+#endif
+
+// C[MR x NRV vectors] = c_scale * C (when accumulate) + A[MR x kd] B[kd x NRV vectors]; A and B row-major.
+template <int MR, int NRV>
+HWY_INLINE void GemmTile(int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                         bool accumulate, float c_scale) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF acc[MR][NRV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NRV; ++v) acc[r][v] = hn::Zero(df);
+  for (int64_t p = 0; p < kd; ++p) {
+    VF bv[NRV];
+    for (int v = 0; v < NRV; ++v) bv[v] = hn::LoadU(df, b + p * ldb + v * N);
+    for (int r = 0; r < MR; ++r) {
+      const VF ar = hn::Set(df, a[r * lda + p]);
+      for (int v = 0; v < NRV; ++v) acc[r][v] = hn::MulAdd(ar, bv[v], acc[r][v]);
+    }
+  }
+  const VF cs = hn::Set(df, c_scale);
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NRV; ++v) {
+      float* dst = c + r * ldc + v * N;
+      hn::StoreU(accumulate ? hn::MulAdd(cs, hn::LoadU(df, dst), acc[r][v]) : acc[r][v], df, dst);
+    }
+}
+
+// Rows [0, MR) of C over a column panel [0, cols) (cols a multiple of the vector length).
+template <int MR>
+HWY_NOINLINE void GemmRowTile(int64_t cols, int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb,
+                              float* c, int64_t ldc, bool accumulate, float c_scale) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t col = 0;
+  for (; col + kGemmVectors * N <= cols; col += kGemmVectors * N)
+    GemmTile<MR, kGemmVectors>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
+  for (; col < cols; col += N) GemmTile<MR, 1>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
+}
+
+// C (m x cols) = [c_scale * C +] A (m x kd) B (kd x cols). Column panels of 64 floats outermost, so the B panel
+// stays in L1 while the row tiles of A stream past it.
+void Gemm(int64_t m, int64_t cols, int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+          int64_t ldc, bool accumulate, float c_scale = 1.0f) {
+  constexpr int64_t kPanel = 64;
+  for (int64_t c0 = 0; c0 < cols; c0 += kPanel) {
+    const int64_t w = cols - c0 < kPanel ? cols - c0 : kPanel;
+    int64_t row = 0;
+    for (; row + kGemmRows <= m; row += kGemmRows)
+      GemmRowTile<kGemmRows>(w, kd, a + row * lda, lda, b + c0, ldb, c + row * ldc + c0, ldc, accumulate, c_scale);
+    const float* ar = a + row * lda;
+    float* cr = c + row * ldc + c0;
+    switch (m - row) {
+      case 5: GemmRowTile<5>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+      case 4: GemmRowTile<4>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+      case 3: GemmRowTile<3>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+      case 2: GemmRowTile<2>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+      case 1: GemmRowTile<1>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+      default: break;
+    }
+  }
+}
+
+int64_t Pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// One thread's scratch (floats; every array starts on 64 bytes). C = kGdrChunk; dkp, dvp: Dk, Dv rounded to 16.
+struct ChunkScratch {
+  int64_t dkp = 0, dvp = 0;
+  float* st = nullptr;      // Dk x dvp: the fp32 state, transposed
+  float* kq = nullptr;      // 2C x dkp: K rows [0, n), Q·scale rows [n, 2n)
+  float* scaled = nullptr;  // 2C x dkp: β⊙e^G⊙K, e^G⊙Q·scale
+  float* kt = nullptr;      // dkp x C: Kᵀ (columns >= n zero)
+  float* bv = nullptr;      // C x dvp: β⊙V
+  float* x = nullptr;       // 2C x dvp: X, then O in rows [n, 2n)
+  float* gram = nullptr;    // 2C x C: K Kᵀ -> A, Q Kᵀ -> P
+  float* vp = nullptr;      // C x dvp: V'
+  float* ev = nullptr;      // C x dvp: e^{G_last - G} ⊙ V'
+  float* beta = nullptr;    // C
+  float* gamma = nullptr;   // C: e^G
+  float* diff = nullptr;    // C: G_i - G_j of one row (j <= i), 0 beyond
+  double* cum = nullptr;    // C: G
+};
+
+ChunkScratch CarveScratch(const GdrProblem& p, float* scratch) {
+  constexpr int64_t C = kGdrChunk;
+  ChunkScratch s;
+  s.dkp = Pad16(p.key_dim);
+  s.dvp = Pad16(p.value_dim);
+  float* cursor = scratch;
+  auto take = [&cursor](int64_t floats) {
+    float* at = cursor;
+    cursor += Pad16(floats);
+    return at;
+  };
+  s.st = take(p.key_dim * s.dvp);
+  s.kq = take(2 * C * s.dkp);
+  s.scaled = take(2 * C * s.dkp);
+  s.kt = take(s.dkp * C);
+  s.bv = take(C * s.dvp);
+  s.x = take(2 * C * s.dvp);
+  s.gram = take(2 * C * C);
+  s.vp = take(C * s.dvp);
+  s.ev = take(C * s.dvp);
+  s.beta = take(C);
+  s.gamma = take(C);
+  s.diff = take(C);
+  s.cum = reinterpret_cast<double*>(take(2 * C));
+  return s;
+}
+
+template <class T>
+const T* Element(const TensorView& v, int64_t i0, int64_t i1) {
+  return static_cast<const T*>(v.data) + i0 * v.strides[0] + i1 * v.strides[1];
+}
+
+// dst[0, count) = src (element stride `stride`) * mul, dst[count, padded) = 0.
+template <class T>
+void LoadRow(const T* src, int64_t stride, int64_t count, int64_t padded, float mul, float* dst) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const VF m = hn::Set(df, mul);
+  int64_t j = 0;
+  if (stride == 1)
+    for (; j + N <= count; j += N) hn::StoreU(hn::Mul(LoadF32(df, src + j), m), df, dst + j);
+  for (; j < count; ++j) dst[j] = LoadScalarF32(src + j * stride) * mul;
+  for (; j < padded; ++j) dst[j] = 0.0f;
+}
+
+// Packs tokens [t0, t0 + n) of value head h and forms G, e^G, the scaled rows and Kᵀ.
+template <class TA>
+void PackChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const ChunkScratch& s) {
+  constexpr int64_t C = kGdrChunk;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t hk = h / p.heads_per_key_head(), dk = p.key_dim, dkp = s.dkp;
+  double g_sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = t0 + i;
+    s.beta[i] = LoadScalarF32(Element<TA>(p.beta, t, h));
+    g_sum += p.has_g ? static_cast<double>(*Element<float>(p.g, t, h)) : 0.0;
+    s.cum[i] = g_sum;
+    s.gamma[i] = static_cast<float>(std::exp(g_sum));
+    LoadRow(Element<TA>(p.key, t, hk), p.key.strides[2], dk, dkp, 1.0f, s.kq + i * dkp);
+    LoadRow(Element<TA>(p.query, t, hk), p.query.strides[2], dk, dkp, p.scale, s.kq + (n + i) * dkp);
+    LoadRow(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, s.dvp, s.beta[i], s.bv + i * s.dvp);
+    const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i]);
+    for (int64_t j = 0; j < dkp; j += N) {
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + i * dkp + j), kscale), df, s.scaled + i * dkp + j);
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + (n + i) * dkp + j), qscale), df, s.scaled + (n + i) * dkp + j);
+    }
+  }
+  for (int64_t c = 0; c < dk; ++c) {
+    for (int64_t i = 0; i < n; ++i) s.kt[c * C + i] = s.kq[i * dkp + c];
+    for (int64_t i = n; i < C; ++i) s.kt[c * C + i] = 0.0f;
+  }
+}
+
+// gram rows [0, n) become A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) become P ((q_i·k_j) Γ_ij, j <= i); zero
+// elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
+void MaskWithDecay(int64_t n, int64_t np, const ChunkScratch& s) {
+  constexpr int64_t C = kGdrChunk;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
+    for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
+    float* a = s.gram + i * C;
+    float* pr = s.gram + (n + i) * C;
+    const VF beta = hn::Set(df, s.beta[i]);
+    for (int64_t j = 0; j < np; j += N) {
+      const VF gamma = hn::Exp(df, hn::LoadU(df, s.diff + j));
+      const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
+      const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
+      hn::StoreU(hn::IfThenElseZero(strict, hn::Mul(hn::Mul(hn::LoadU(df, a + j), gamma), beta)), df, a + j);
+      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::LoadU(df, pr + j), gamma)), df, pr + j);
+    }
+  }
+}
+
+// V' = (I + A)^{-1} (β⊙V - X_top), row by row; also ev = e^{G_last - G} ⊙ V'.
+void SolveRows(int64_t n, const ChunkScratch& s) {
+  constexpr int64_t C = kGdrChunk;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dvp = s.dvp;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* a = s.gram + i * C;
+    float* row = s.vp + i * dvp;
+    for (int64_t c = 0; c < dvp; c += N)
+      hn::StoreU(hn::Sub(hn::LoadU(df, s.bv + i * dvp + c), hn::LoadU(df, s.x + i * dvp + c)), df, row + c);
+    for (int64_t j = 0; j < i; ++j) {
+      const VF aij = hn::Set(df, a[j]);
+      for (int64_t c = 0; c < dvp; c += N)
+        hn::StoreU(hn::NegMulAdd(aij, hn::LoadU(df, s.vp + j * dvp + c), hn::LoadU(df, row + c)), df, row + c);
+    }
+    const VF decay = hn::Set(df, static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i])));
+    for (int64_t c = 0; c < dvp; c += N) hn::StoreU(hn::Mul(hn::LoadU(df, row + c), decay), df, s.ev + i * dvp + c);
+  }
+}
+
+// One chunk of tokens [t0, t0 + n) of head h on the staged state s.st.
+template <class TA>
+void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const ChunkScratch& s) {
+  constexpr int64_t C = kGdrChunk;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  const int64_t np = (n + N - 1) / N * N, dk = p.key_dim, dv = p.value_dim, dvp = s.dvp;
+  PackChunk<TA>(p, h, t0, n, s);
+  Gemm(2 * n, dvp, dk, s.scaled, s.dkp, s.st, dvp, s.x, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
+  Gemm(2 * n, np, dk, s.kq, s.dkp, s.kt, C, s.gram, C, false);        // [K; Q] Kᵀ
+  MaskWithDecay(n, np, s);
+  SolveRows(n, s);
+  Gemm(n, dvp, n, s.gram + n * C, C, s.vp, dvp, s.x + n * dvp, dvp, true);  // O = X_bottom + P V'
+  const float decay_all = static_cast<float>(std::exp(s.cum[n - 1]));
+  Gemm(dk, dvp, n, s.kt, C, s.ev, dvp, s.st, dvp, true, decay_all);  // Sᵀ = e^{G_last} Sᵀ + Kᵀ (decay ⊙ V')
+  const DF df;
+  for (int64_t i = 0; i < n; ++i) {
+    TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
+    const float* src = s.x + (n + i) * dvp;
+    const int64_t stride = p.out.strides[2];
+    int64_t c = 0;
+    if (stride == 1)
+      for (; c + N <= dv; c += N) StoreF32(df, hn::LoadU(df, src + c), dst + c);
+    for (; c < dv; ++c) StoreScalarF32(src[c], dst + c * stride);
+  }
+}
+
+// Prefill item (sequence b, value head h): stage S0ᵀ, run the chunks in order, store the final state.
+template <class TA, class TS>
+void PrefillItem(const GdrPlan& plan, int64_t b, int64_t h, const ChunkScratch& s) {
+  const GdrProblem& p = plan.problem;
+  const int64_t dk = p.key_dim, dv = p.value_dim, dvp = s.dvp;
+  const TS* in = static_cast<const TS*>(p.state_in.data) + b * p.state_in.strides[0] + h * p.state_in.strides[1];
+  for (int64_t c = 0; c < dk; ++c) {
+    for (int64_t r = 0; r < dv; ++r)
+      s.st[c * dvp + r] = LoadScalarF32(in + r * p.state_in.strides[2] + c * p.state_in.strides[3]);
+    for (int64_t r = dv; r < dvp; ++r) s.st[c * dvp + r] = 0.0f;
+  }
+  const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += kGdrChunk)
+    RunChunk<TA>(p, h, t0, t_end - t0 < kGdrChunk ? t_end - t0 : kGdrChunk, s);
+  TS* out = static_cast<TS*>(p.state_out.data) + b * p.state_out.strides[0] + h * p.state_out.strides[1];
+  for (int64_t r = 0; r < dv; ++r)
+    for (int64_t c = 0; c < dk; ++c)
+      StoreScalarF32(s.st[c * dvp + r], out + r * p.state_out.strides[2] + c * p.state_out.strides[3]);
+}
+
+template <class TA, class TS>
+void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch) {
+  const ChunkScratch s = CarveScratch(plan.problem, scratch);
+  const int64_t nv = plan.problem.num_value_heads;
+  for (int64_t item = begin; item < end; ++item) PrefillItem<TA, TS>(plan, item / nv, item % nv, s);
+}
+
+template <class TS>
+void RunItemsState(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch) {
+  switch (plan.problem.query.dtype) {
+    case DType::kBF16: return RunItemsTyped<hwy::bfloat16_t, TS>(plan, begin, end, scratch);
+    case DType::kF16: return RunItemsTyped<hwy::float16_t, TS>(plan, begin, end, scratch);
+    default: return RunItemsTyped<float, TS>(plan, begin, end, scratch);
+  }
+}
+
+}  // namespace
+
+void GdrChunkedRunItems(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot) {
+  (void)snapshot;
+  if (plan.problem.state_in.dtype == DType::kBF16) {
+    RunItemsState<hwy::bfloat16_t>(plan, begin, end, scratch);
+  } else {
+    RunItemsState<float>(plan, begin, end, scratch);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/isa_dispatch.h"
+
+namespace txops {
+GdrRunItemsFn* select_gdr_chunked_run_items(Isa isa) { return TXOPS_SELECT_KERNEL(isa, GdrChunkedRunItems); }
+
+int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim) {
+  auto pad = [](int64_t n) { return (n + 15) / 16 * 16; };
+  const int64_t C = kGdrChunk, dkp = pad(key_dim), dvp = pad(value_dim);
+  return pad(key_dim * dvp) + 2 * pad(2 * C * dkp) + pad(dkp * C) + pad(C * dvp) + pad(2 * C * dvp) +
+         pad(2 * C * C) + 2 * pad(C * dvp) + 3 * pad(C) + pad(2 * C);
+}
+}  // namespace txops
+#endif
