@@ -26,9 +26,9 @@ TEST(GdrLayout, PrefillPaddedViewsEverywhere) {
     p.reference(&out_ref, &state_ref);
     PaddedTensor q(p.q, 3, 5), k(p.k, 1, 2), v(p.v, 4, 1), beta(p.beta, 2, 3), g(p.g, 5, 7), s0(p.initial_state, 3, 1);
     PaddedTensor lengths(p.lengths, 0, 3), out(p.out, 3, 4), s1(p.final_state, 2, 6);
-    for (Isa isa : isas_to_test()) {
-      IsaScope scope(isa);
-      SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa));
+    for (const PrefillVariant& variant : prefill_variants()) {
+      PrefillVariantScope scope(variant);
+      SCOPED_TRACE(c.describe() + " " + variant.name());
       const txops::Status st = txops::chunk_gated_delta_rule(q.view, k.view, v.view, beta.view, s0.view, lengths.view,
                                                              &g.view, p.scale(), out.view, s1.view);
       ASSERT_TRUE(st.ok()) << st.message();
@@ -50,9 +50,9 @@ TEST(GdrLayout, PrefillBroadcastInitialStateAndG) {
   std::vector<double> out_ref, state_ref;
   txops::reference::chunk_gated_delta_rule(p.q.view(), p.k.view(), p.v.view(), p.beta.view(), s0, p.lengths.view(),
                                            &g, p.scale(), &out_ref, &state_ref);
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa));
+  for (const PrefillVariant& variant : prefill_variants()) {
+    PrefillVariantScope scope(variant);
+    SCOPED_TRACE(c.describe() + " " + variant.name());
     const txops::Status st = txops::chunk_gated_delta_rule(p.q.view(), p.k.view(), p.v.view(), p.beta.view(), s0,
                                                            p.lengths.view(), &g, p.scale(), p.out.view(),
                                                            p.final_state.view());

@@ -39,15 +39,15 @@ void check_against_reference(const PrefillConfig& config) {
   PrefillProblem problem(config);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
+  for (const PrefillVariant& variant : prefill_variants()) {
+    PrefillVariantScope scope(variant);
+    SCOPED_TRACE(config.describe() + " " + variant.name());
     const txops::Status st = problem.run();
     ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, dtype_label("out", config),
+    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, dtype_label("out", config) + " " + variant.kernel,
                                   &error_table()));
     EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref,
-                                  dtype_label("finalState", config), &error_table()));
+                                  dtype_label("finalState", config) + " " + variant.kernel, &error_table()));
   }
 }
 
@@ -207,9 +207,9 @@ TEST(GdrPrefill, BitIdenticalForAnyThreadCount) {
   configs[2].nk = 4, configs[2].nv = 8, configs[2].dk = 64, configs[2].dv = 64;
   for (const PrefillConfig& c : configs) {
     PrefillProblem problem(c);
-    for (Isa isa : isas_to_test()) {
-      IsaScope isa_scope(isa);
-      SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa));
+    for (const PrefillVariant& variant : prefill_variants()) {
+      PrefillVariantScope variant_scope(variant);
+      SCOPED_TRACE(c.describe() + " " + variant.name());
       std::vector<uint8_t> out_one, state_one;
       for (int threads : {1, 2, 3, 4}) {
         ThreadsScope threads_scope(threads);
@@ -239,9 +239,9 @@ TEST(GdrPrefill, StrongDecayBetaOneStaysAccurate) {
   for (int64_t i = 0; i < problem.beta.numel(); ++i) problem.beta.set(i, 1.0);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(std::string("g=-20 beta=1 isa=") + txops::isa_name(isa));
+  for (const PrefillVariant& variant : prefill_variants()) {
+    PrefillVariantScope scope(variant);
+    SCOPED_TRACE(std::string("g=-20 beta=1 ") + variant.name());
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
@@ -268,9 +268,9 @@ TEST(GdrPrefill, SpikyDecayMatchesReference) {
       }
     std::vector<double> out_ref, state_ref;
     problem.reference(&out_ref, &state_ref);
-    for (Isa isa : isas_to_test()) {
-      IsaScope scope(isa);
-      SCOPED_TRACE(c.describe() + " spiky g isa=" + txops::isa_name(isa));
+    for (const PrefillVariant& variant : prefill_variants()) {
+      PrefillVariantScope scope(variant);
+      SCOPED_TRACE(c.describe() + " spiky g " + variant.name());
       ASSERT_TRUE(problem.run().ok());
       EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "spiky g out", nullptr));
       EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "spiky g state", nullptr));
@@ -284,9 +284,9 @@ TEST(GdrPrefill, VeryNegativeGStaysFinite) {
   c.dk = 16, c.dv = 8;
   PrefillProblem problem(c);
   for (int64_t i = 0; i < problem.g.numel(); ++i) problem.g.set(i, i % 3 == 0 ? -1e4 : -50.0);
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(std::string("g in {-1e4, -50} isa=") + txops::isa_name(isa));
+  for (const PrefillVariant& variant : prefill_variants()) {
+    PrefillVariantScope scope(variant);
+    SCOPED_TRACE(std::string("g in {-1e4, -50} ") + variant.name());
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
@@ -304,15 +304,15 @@ TEST(GdrPrefill, PositiveGAndZeroBetaStayFinite) {
   for (int64_t i = 0; i < problem.beta.numel(); i += 3) problem.beta.set(i, 0.0);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(std::string("g=+0.3 beta=0 every 3rd token isa=") + txops::isa_name(isa));
+  for (const PrefillVariant& variant : prefill_variants()) {
+    PrefillVariantScope scope(variant);
+    SCOPED_TRACE(std::string("g=+0.3 beta=0 every 3rd token ") + variant.name());
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
     const txops::CompareReport r = txops::compare_with_reference(problem.out.view(), out_ref,
                                                                  txops::tolerance_for("gdr_out", DType::kF32));
-    std::printf("  [info] g=+0.3 isa=%s: out %s\n", txops::isa_name(isa), r.describe(problem.out.view()).c_str());
+    std::printf("  [info] g=+0.3 %s: out %s\n", variant.name().c_str(), r.describe(problem.out.view()).c_str());
   }
 }
 
@@ -330,15 +330,15 @@ TEST(GdrPrefill, UnnormalisedKeysStayFinite) {
   for (int64_t i = 0; i < problem.beta.numel(); ++i) problem.beta.set(i, 1.0);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(std::string("|k|=2 beta=1 isa=") + txops::isa_name(isa));
+  for (const PrefillVariant& variant : prefill_variants()) {
+    PrefillVariantScope scope(variant);
+    SCOPED_TRACE(std::string("|k|=2 beta=1 ") + variant.name());
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
     const txops::CompareReport r = txops::compare_with_reference(problem.out.view(), out_ref,
                                                                  txops::tolerance_for("gdr_out", DType::kF32));
-    std::printf("  [info] unnormalised k (|k|=2, beta=1) isa=%s: out %s\n", txops::isa_name(isa),
+    std::printf("  [info] unnormalised k (|k|=2, beta=1) %s: out %s\n", variant.name().c_str(),
                 r.describe(problem.out.view()).c_str());
   }
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -207,9 +208,9 @@ void ErrorTable::add(const std::string& label, const txops::CompareReport& repor
 void ErrorTable::print(const char* title) const {
   if (rows_.empty()) return;
   std::printf("\n%s — worst over all cases of max|y-ref|/max(|ref|,RMS(ref)) and RMS(y-ref)/RMS(ref)\n", title);
-  std::printf("  %-44s %12s %12s %7s\n", "output", "max_rel", "rel_rms", "cases");
+  std::printf("  %-54s %12s %12s %7s\n", "output", "max_rel", "rel_rms", "runs");
   for (const auto& entry : rows_) {
-    std::printf("  %-44s %12.3e %12.3e %7lld\n", entry.first.c_str(), entry.second.max_rel, entry.second.rel_rms,
+    std::printf("  %-54s %12.3e %12.3e %7lld\n", entry.first.c_str(), entry.second.max_rel, entry.second.rel_rms,
                 static_cast<long long>(entry.second.cases));
   }
   std::fflush(stdout);
@@ -242,6 +243,27 @@ std::vector<txops::Isa> isas_to_test() {
   std::vector<txops::Isa> isas;
   for (int i = 0; i <= best; ++i) isas.push_back(static_cast<txops::Isa>(i));
   return isas;
+}
+
+std::string PrefillVariant::name() const { return std::string("kernel=") + kernel + " isa=" + txops::isa_name(isa); }
+
+std::vector<PrefillVariant> prefill_variants() {
+  std::vector<PrefillVariant> variants;
+  for (const char* kernel : {"recurrent", "chunked"})
+    for (txops::Isa isa : isas_to_test()) variants.push_back({kernel, isa});
+  return variants;
+}
+
+PrefillVariantScope::PrefillVariantScope(const PrefillVariant& variant) : isa_(variant.isa) {
+  const char* env = std::getenv("TXOPS_GDR_KERNEL");
+  had_kernel_env_ = env != nullptr;
+  if (env) saved_kernel_env_ = env;
+  setenv("TXOPS_GDR_KERNEL", variant.kernel, 1);
+}
+
+PrefillVariantScope::~PrefillVariantScope() {
+  if (had_kernel_env_) setenv("TXOPS_GDR_KERNEL", saved_kernel_env_.c_str(), 1);
+  else unsetenv("TXOPS_GDR_KERNEL");
 }
 
 }  // namespace gdrtest

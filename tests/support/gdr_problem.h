@@ -126,6 +126,26 @@ class IsaScope {
  private:
   txops::Isa saved_;
 };
+// A prefill kernel (TXOPS_GDR_KERNEL = recurrent | chunked, read by the planner at every call) and an ISA.
+struct PrefillVariant {
+  const char* kernel;
+  txops::Isa isa;
+  std::string name() const;  // "kernel=chunked isa=avx512"
+};
+std::vector<PrefillVariant> prefill_variants();  // every prefill kernel on every ISA
+
+// Selects a variant for its lifetime; restores TXOPS_GDR_KERNEL and the ISA cap after.
+class PrefillVariantScope {
+ public:
+  explicit PrefillVariantScope(const PrefillVariant& variant);
+  ~PrefillVariantScope();
+
+ private:
+  IsaScope isa_;
+  bool had_kernel_env_;
+  std::string saved_kernel_env_;
+};
+
 class ThreadsScope {
  public:
   explicit ThreadsScope(int n) : saved_(txops::num_threads()) { txops::set_num_threads(n); }
