@@ -51,9 +51,10 @@ GdrRunItemsFn* select_gdr_run_items(Isa isa);
 GdrSnapshotFn* select_gdr_snapshot(Isa isa);
 
 // The chunked prefill kernel (kernels_chunked.cpp): items are (sequence, value head) pairs; `scratch` holds
-// gdr_chunked_scratch_floats(Dk, Dv) floats (64-byte aligned); `snapshot` is unused.
+// gdr_chunked_scratch_floats(Dk, Dv, staged heads) floats (64-byte aligned), where `staged heads` bounds the
+// value heads of one sequence among a thread's items; `snapshot` is unused.
 GdrRunItemsFn* select_gdr_chunked_run_items(Isa isa);
-int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim);
+int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim, int64_t staged_heads);
 
 }  // namespace txops
 

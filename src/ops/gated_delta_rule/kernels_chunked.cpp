@@ -18,6 +18,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/simd_convert-inl.h"
@@ -34,7 +35,7 @@ using VF = hn::Vec<DF>;
 
 // Micro-kernel tile: kGemmRows rows of C x kGemmVectors vectors (accumulators + B loads + a broadcast fit the
 // register file: AVX3 24 + 4 + 1 of 32, AVX2 12 + 2 + 1 of 16).
-constexpr int kGemmRows = 6;
+constexpr int64_t kGemmRows = 6;
 #if HWY_TARGET == HWY_SCALAR
 constexpr int kGemmVectors = 1;
 #elif HWY_TARGET == HWY_AVX2
@@ -79,25 +80,34 @@ HWY_NOINLINE void GemmRowTile(int64_t cols, int64_t kd, const float* a, int64_t 
   for (; col < cols; col += N) GemmTile<MR, 1>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
 }
 
+// Which part of a product is needed when C or A is lower triangular (row i of C needs columns j <= i, or
+// row i of A is zero beyond column i): the rest is neither computed nor read.
+enum class Triangle { kFull, kLowerC, kLowerA };
+
 // C (m x cols) = [c_scale * C +] A (m x kd) B (kd x cols). Column panels of 64 floats outermost, so the B panel
 // stays in L1 while the row tiles of A stream past it.
 void Gemm(int64_t m, int64_t cols, int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-          int64_t ldc, bool accumulate, float c_scale = 1.0f) {
+          int64_t ldc, bool accumulate, float c_scale = 1.0f, Triangle tri = Triangle::kFull) {
   constexpr int64_t kPanel = 64;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
   for (int64_t c0 = 0; c0 < cols; c0 += kPanel) {
-    const int64_t w = cols - c0 < kPanel ? cols - c0 : kPanel;
-    int64_t row = 0;
-    for (; row + kGemmRows <= m; row += kGemmRows)
-      GemmRowTile<kGemmRows>(w, kd, a + row * lda, lda, b + c0, ldb, c + row * ldc + c0, ldc, accumulate, c_scale);
-    const float* ar = a + row * lda;
-    float* cr = c + row * ldc + c0;
-    switch (m - row) {
-      case 5: GemmRowTile<5>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-      case 4: GemmRowTile<4>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-      case 3: GemmRowTile<3>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-      case 2: GemmRowTile<2>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-      case 1: GemmRowTile<1>(w, kd, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-      default: break;
+    for (int64_t row = 0; row < m; row += kGemmRows) {
+      const int64_t rows = m - row < kGemmRows ? m - row : kGemmRows;
+      int64_t end = cols - c0 < kPanel ? cols : c0 + kPanel, depth = kd;
+      if (tri == Triangle::kLowerC) end = std::min(end, (row + rows + N - 1) / N * N);
+      if (tri == Triangle::kLowerA) depth = std::min(kd, row + rows);
+      if (end <= c0) continue;
+      const float* ar = a + row * lda;
+      float* cr = c + row * ldc + c0;
+      const int64_t w = end - c0;
+      switch (rows) {
+        case 6: GemmRowTile<6>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+        case 5: GemmRowTile<5>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+        case 4: GemmRowTile<4>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+        case 3: GemmRowTile<3>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+        case 2: GemmRowTile<2>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+        default: GemmRowTile<1>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+      }
     }
   }
 }
@@ -107,7 +117,7 @@ int64_t Pad16(int64_t n) { return (n + 15) / 16 * 16; }
 // One thread's scratch (floats; every array starts on 64 bytes). C = kGdrChunk; dkp, dvp: Dk, Dv rounded to 16.
 struct ChunkScratch {
   int64_t dkp = 0, dvp = 0;
-  float* st = nullptr;      // Dk x dvp: the fp32 state, transposed
+  float* staged = nullptr;  // staged heads x Dk x dvp: the fp32 states, transposed (last in the scratch)
   float* kq = nullptr;      // 2C x dkp: K rows [0, n), Q·scale rows [n, 2n)
   float* scaled = nullptr;  // 2C x dkp: β⊙e^G⊙K, e^G⊙Q·scale
   float* kt = nullptr;      // dkp x C: Kᵀ (columns >= n zero)
@@ -133,7 +143,6 @@ ChunkScratch CarveScratch(const GdrProblem& p, float* scratch) {
     cursor += Pad16(floats);
     return at;
   };
-  s.st = take(p.key_dim * s.dvp);
   s.kq = take(2 * C * s.dkp);
   s.scaled = take(2 * C * s.dkp);
   s.kt = take(s.dkp * C);
@@ -146,6 +155,7 @@ ChunkScratch CarveScratch(const GdrProblem& p, float* scratch) {
   s.gamma = take(C);
   s.diff = take(C);
   s.cum = reinterpret_cast<double*>(take(2 * C));
+  s.staged = cursor;
   return s;
 }
 
@@ -218,40 +228,56 @@ void MaskWithDecay(int64_t n, int64_t np, const ChunkScratch& s) {
   }
 }
 
-// V' = (I + A)^{-1} (β⊙V - X_top), row by row; also ev = e^{G_last - G} ⊙ V'.
-void SolveRows(int64_t n, const ChunkScratch& s) {
+// Columns [c0, c0 + NV vectors) of V' = (I + A)^{-1} (β⊙V - X_top), row by row, the row kept in registers.
+template <int NV>
+HWY_INLINE void SolveColumns(int64_t n, int64_t c0, const ChunkScratch& s) {
   constexpr int64_t C = kGdrChunk;
   const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dvp = s.dvp;
+  const size_t N = hn::Lanes(df);
+  const int64_t dvp = s.dvp;
   for (int64_t i = 0; i < n; ++i) {
     const float* a = s.gram + i * C;
-    float* row = s.vp + i * dvp;
-    for (int64_t c = 0; c < dvp; c += N)
-      hn::StoreU(hn::Sub(hn::LoadU(df, s.bv + i * dvp + c), hn::LoadU(df, s.x + i * dvp + c)), df, row + c);
+    VF acc[NV];
+    for (int v = 0; v < NV; ++v)
+      acc[v] = hn::Sub(hn::LoadU(df, s.bv + i * dvp + c0 + v * N), hn::LoadU(df, s.x + i * dvp + c0 + v * N));
     for (int64_t j = 0; j < i; ++j) {
       const VF aij = hn::Set(df, a[j]);
-      for (int64_t c = 0; c < dvp; c += N)
-        hn::StoreU(hn::NegMulAdd(aij, hn::LoadU(df, s.vp + j * dvp + c), hn::LoadU(df, row + c)), df, row + c);
+      for (int v = 0; v < NV; ++v) acc[v] = hn::NegMulAdd(aij, hn::LoadU(df, s.vp + j * dvp + c0 + v * N), acc[v]);
     }
-    const VF decay = hn::Set(df, static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i])));
-    for (int64_t c = 0; c < dvp; c += N) hn::StoreU(hn::Mul(hn::LoadU(df, row + c), decay), df, s.ev + i * dvp + c);
+    for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], df, s.vp + i * dvp + c0 + v * N);
   }
 }
 
-// One chunk of tokens [t0, t0 + n) of head h on the staged state s.st.
+// V' (all columns), then ev = e^{G_last - G} ⊙ V'.
+void SolveRows(int64_t n, const ChunkScratch& s) {
+  constexpr int kBlock = 2 * kGemmVectors;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dvp = s.dvp;
+  int64_t c0 = 0;
+  for (; c0 + kBlock * N <= dvp; c0 += kBlock * N) SolveColumns<kBlock>(n, c0, s);
+  for (; c0 < dvp; c0 += N) SolveColumns<1>(n, c0, s);
+  for (int64_t i = 0; i < n; ++i) {
+    const VF decay = hn::Set(df, static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i])));
+    for (int64_t c = 0; c < dvp; c += N)
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.vp + i * dvp + c), decay), df, s.ev + i * dvp + c);
+  }
+}
+
+// One chunk of tokens [t0, t0 + n) of head h on its staged state st (Dk x dvp, transposed).
 template <class TA>
-void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const ChunkScratch& s) {
+void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const ChunkScratch& s, float* st) {
   constexpr int64_t C = kGdrChunk;
   const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
   const int64_t np = (n + N - 1) / N * N, dk = p.key_dim, dv = p.value_dim, dvp = s.dvp;
   PackChunk<TA>(p, h, t0, n, s);
-  Gemm(2 * n, dvp, dk, s.scaled, s.dkp, s.st, dvp, s.x, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
-  Gemm(2 * n, np, dk, s.kq, s.dkp, s.kt, C, s.gram, C, false);        // [K; Q] Kᵀ
+  Gemm(2 * n, dvp, dk, s.scaled, s.dkp, st, dvp, s.x, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
+  Gemm(n, np, dk, s.kq, s.dkp, s.kt, C, s.gram, C, false, 1.0f, Triangle::kLowerC);  // K Kᵀ (j <= i)
+  Gemm(n, np, dk, s.kq + n * s.dkp, s.dkp, s.kt, C, s.gram + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
   MaskWithDecay(n, np, s);
   SolveRows(n, s);
-  Gemm(n, dvp, n, s.gram + n * C, C, s.vp, dvp, s.x + n * dvp, dvp, true);  // O = X_bottom + P V'
+  Gemm(n, dvp, n, s.gram + n * C, C, s.vp, dvp, s.x + n * dvp, dvp, true, 1.0f, Triangle::kLowerA);  // O = X_b + P V'
   const float decay_all = static_cast<float>(std::exp(s.cum[n - 1]));
-  Gemm(dk, dvp, n, s.kt, C, s.ev, dvp, s.st, dvp, true, decay_all);  // Sᵀ = e^{G_last} Sᵀ + Kᵀ (decay ⊙ V')
+  Gemm(dk, dvp, n, s.kt, C, s.ev, dvp, st, dvp, true, decay_all);  // Sᵀ = e^{G_last} Sᵀ + Kᵀ (decay ⊙ V')
   const DF df;
   for (int64_t i = 0; i < n; ++i) {
     TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
@@ -264,31 +290,52 @@ void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Chunk
   }
 }
 
-// Prefill item (sequence b, value head h): stage S0ᵀ, run the chunks in order, store the final state.
+template <class TS>
+TS* StateHead(const TensorView& v, int64_t b, int64_t h) {
+  return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1];
+}
+
+// Value heads [h_begin, h_end) of sequence b: stage each S0ᵀ, run the chunks in order (chunks outermost, heads
+// inside, so a chunk's rows of q, k, v, out, which all heads share a few pages with, are read while hot), store
+// the final states.
 template <class TA, class TS>
-void PrefillItem(const GdrPlan& plan, int64_t b, int64_t h, const ChunkScratch& s) {
-  const GdrProblem& p = plan.problem;
-  const int64_t dk = p.key_dim, dv = p.value_dim, dvp = s.dvp;
-  const TS* in = static_cast<const TS*>(p.state_in.data) + b * p.state_in.strides[0] + h * p.state_in.strides[1];
-  for (int64_t c = 0; c < dk; ++c) {
-    for (int64_t r = 0; r < dv; ++r)
-      s.st[c * dvp + r] = LoadScalarF32(in + r * p.state_in.strides[2] + c * p.state_in.strides[3]);
-    for (int64_t r = dv; r < dvp; ++r) s.st[c * dvp + r] = 0.0f;
+void PrefillSequenceHeads(const GdrProblem& p, int64_t b, int64_t h_begin, int64_t h_end, const ChunkScratch& s) {
+  const int64_t dk = p.key_dim, dv = p.value_dim, dvp = s.dvp, state_floats = dk * dvp;
+  for (int64_t h = h_begin; h < h_end; ++h) {
+    const TS* in = StateHead<TS>(p.state_in, b, h);
+    float* st = s.staged + (h - h_begin) * state_floats;
+    for (int64_t c = 0; c < dk; ++c) {
+      for (int64_t r = 0; r < dv; ++r)
+        st[c * dvp + r] = LoadScalarF32(in + r * p.state_in.strides[2] + c * p.state_in.strides[3]);
+      for (int64_t r = dv; r < dvp; ++r) st[c * dvp + r] = 0.0f;
+    }
   }
   const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
   for (int64_t t0 = t_begin; t0 < t_end; t0 += kGdrChunk)
-    RunChunk<TA>(p, h, t0, t_end - t0 < kGdrChunk ? t_end - t0 : kGdrChunk, s);
-  TS* out = static_cast<TS*>(p.state_out.data) + b * p.state_out.strides[0] + h * p.state_out.strides[1];
-  for (int64_t r = 0; r < dv; ++r)
-    for (int64_t c = 0; c < dk; ++c)
-      StoreScalarF32(s.st[c * dvp + r], out + r * p.state_out.strides[2] + c * p.state_out.strides[3]);
+    for (int64_t h = h_begin; h < h_end; ++h)
+      RunChunk<TA>(p, h, t0, t_end - t0 < kGdrChunk ? t_end - t0 : kGdrChunk, s,
+                   s.staged + (h - h_begin) * state_floats);
+  for (int64_t h = h_begin; h < h_end; ++h) {
+    TS* out = StateHead<TS>(p.state_out, b, h);
+    const float* st = s.staged + (h - h_begin) * state_floats;
+    for (int64_t r = 0; r < dv; ++r)
+      for (int64_t c = 0; c < dk; ++c)
+        StoreScalarF32(st[c * dvp + r], out + r * p.state_out.strides[2] + c * p.state_out.strides[3]);
+  }
 }
 
+// Items are (sequence, value head) pairs, grouped by sequence.
 template <class TA, class TS>
 void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch) {
-  const ChunkScratch s = CarveScratch(plan.problem, scratch);
-  const int64_t nv = plan.problem.num_value_heads;
-  for (int64_t item = begin; item < end; ++item) PrefillItem<TA, TS>(plan, item / nv, item % nv, s);
+  const GdrProblem& p = plan.problem;
+  const ChunkScratch s = CarveScratch(p, scratch);
+  const int64_t nv = p.num_value_heads;
+  for (int64_t item = begin; item < end;) {
+    const int64_t b = item / nv, h_begin = item % nv;
+    const int64_t h_end = end - item < nv - h_begin ? h_begin + (end - item) : nv;
+    PrefillSequenceHeads<TA, TS>(p, b, h_begin, h_end, s);
+    item += h_end - h_begin;
+  }
 }
 
 template <class TS>
@@ -321,10 +368,10 @@ HWY_AFTER_NAMESPACE();
 namespace txops {
 GdrRunItemsFn* select_gdr_chunked_run_items(Isa isa) { return TXOPS_SELECT_KERNEL(isa, GdrChunkedRunItems); }
 
-int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim) {
+int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim, int64_t staged_heads) {
   auto pad = [](int64_t n) { return (n + 15) / 16 * 16; };
   const int64_t C = kGdrChunk, dkp = pad(key_dim), dvp = pad(value_dim);
-  return pad(key_dim * dvp) + 2 * pad(2 * C * dkp) + pad(dkp * C) + pad(C * dvp) + pad(2 * C * dvp) +
+  return staged_heads * key_dim * dvp + 2 * pad(2 * C * dkp) + pad(dkp * C) + pad(C * dvp) + pad(2 * C * dvp) +
          pad(2 * C * C) + 2 * pad(C * dvp) + 3 * pad(C) + pad(2 * C);
 }
 }  // namespace txops

@@ -93,7 +93,8 @@ void plan_common(GdrPlan* plan, Isa isa) {
   // Prefill stages the fp32 states of every head a thread owns in one sequence (at most Nv, at most its items).
   const int64_t items_per_thread = (plan->items + plan->threads - 1) / plan->threads;
   const int64_t staged_heads = p.decode ? 1 : (items_per_thread < p.num_value_heads ? items_per_thread + 1 : p.num_value_heads);
-  plan->scratch_floats = 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
+  plan->scratch_floats = plan->chunked ? gdr_chunked_scratch_floats(p.key_dim, dv, staged_heads)
+                                       : 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
 }
 
 // Prefill kernel choice. TXOPS_GDR_KERNEL=chunked|recurrent forces one (tests, benchmarks); anything else
@@ -118,9 +119,8 @@ Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView&
   if (!st.ok()) return st;
   const Isa isa = active_isa();
   plan->items = plan->problem.batch * plan->problem.num_value_heads;
-  plan_common(plan.get(), isa);
   plan->chunked = choose_chunked(plan->problem);
-  if (plan->chunked) plan->scratch_floats = gdr_chunked_scratch_floats(plan->problem.key_dim, plan->problem.value_dim);
+  plan_common(plan.get(), isa);
   *op = make_op(std::move(plan), isa, "chunk_gated_delta_rule");
   return Status();
 }
