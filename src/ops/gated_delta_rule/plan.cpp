@@ -97,14 +97,17 @@ void plan_common(GdrPlan* plan, Isa isa) {
                                        : 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
 }
 
-// Prefill kernel choice. TXOPS_GDR_KERNEL=chunked|recurrent forces one (tests, benchmarks); anything else
-// (or unset, or "auto") takes the per-shape rule: see README.md "Kernels" for the measurements behind it.
-bool choose_chunked(const GdrProblem& p) {
+// Prefill kernel choice. TXOPS_GDR_KERNEL=chunked|recurrent forces one (tests, benchmarks); otherwise (unset,
+// "auto", anything else) the measured rule of README.md "Kernels": chunked on AVX2 and AVX3 when the sequences
+// average at least one chunk (shorter ones are dominated by staging the state, which the recurrent kernel does
+// faster) and the recurrent kernel has no token-major fast path or the ISA is AVX2 (AVX3 with Dk <= 128: the
+// recurrent kernel is as fast or faster).
+bool choose_chunked(const GdrProblem& p, Isa isa) {
   const char* env = std::getenv("TXOPS_GDR_KERNEL");
   if (env != nullptr && std::strcmp(env, "chunked") == 0) return true;
   if (env != nullptr && std::strcmp(env, "recurrent") == 0) return false;
-  (void)p;
-  return false;
+  if (isa == Isa::kScalar || p.num_tokens < kGdrChunk * p.batch) return false;
+  return isa == Isa::kAvx2 || !select_gdr_layout(isa)(p.key_dim).token_major;
 }
 
 }  // namespace
@@ -119,7 +122,7 @@ Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView&
   if (!st.ok()) return st;
   const Isa isa = active_isa();
   plan->items = plan->problem.batch * plan->problem.num_value_heads;
-  plan->chunked = choose_chunked(plan->problem);
+  plan->chunked = choose_chunked(plan->problem, isa);
   plan_common(plan.get(), isa);
   *op = make_op(std::move(plan), isa, "chunk_gated_delta_rule");
   return Status();
