@@ -16,6 +16,7 @@
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_chunked.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
@@ -290,6 +291,26 @@ void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Chunk
   }
 }
 
+// Prefetches the rows of q, k, v, out that the chunk of head h reads or writes (one head ahead: its rows are in
+// other cache lines of the pages just used, which the hardware prefetchers do not fetch).
+template <class TA>
+void PrefetchChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n) {
+  const int64_t hk = h / p.heads_per_key_head();
+  const bool new_key_head = h % p.heads_per_key_head() == 0;
+  auto rows = [&](const TensorView& v, int64_t head, int64_t width) {
+    const int64_t bytes = width * static_cast<int64_t>(sizeof(TA));
+    for (int64_t i = 0; i < n; ++i) {
+      const char* row = reinterpret_cast<const char*>(Element<TA>(v, t0 + i, head));
+      for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(row + off);
+    }
+  };
+  if (new_key_head && p.key.strides[2] == 1 && p.query.strides[2] == 1) {
+    rows(p.key, hk, p.key_dim);
+    rows(p.query, hk, p.key_dim);
+  }
+  if (p.value.strides[2] == 1) rows(p.value, h, p.value_dim);
+}
+
 template <class TS>
 TS* StateHead(const TensorView& v, int64_t b, int64_t h) {
   return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1];
@@ -311,10 +332,13 @@ void PrefillSequenceHeads(const GdrProblem& p, int64_t b, int64_t h_begin, int64
     }
   }
   const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
-  for (int64_t t0 = t_begin; t0 < t_end; t0 += kGdrChunk)
-    for (int64_t h = h_begin; h < h_end; ++h)
-      RunChunk<TA>(p, h, t0, t_end - t0 < kGdrChunk ? t_end - t0 : kGdrChunk, s,
-                   s.staged + (h - h_begin) * state_floats);
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += kGdrChunk) {
+    const int64_t n = t_end - t0 < kGdrChunk ? t_end - t0 : kGdrChunk;
+    for (int64_t h = h_begin; h < h_end; ++h) {
+      if (h + 1 < h_end) PrefetchChunk<TA>(p, h + 1, t0, n);
+      RunChunk<TA>(p, h, t0, n, s, s.staged + (h - h_begin) * state_floats);
+    }
+  }
   for (int64_t h = h_begin; h < h_end; ++h) {
     TS* out = StateHead<TS>(p.state_out, b, h);
     const float* st = s.staged + (h - h_begin) * state_floats;
