@@ -198,6 +198,55 @@ HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
   }
 }
 
+// ---- bf16 rounding with AVX512_BF16 (AVX-512 target, CPUs that have it) ----
+// vcvtne2ps2bf16 / vcvtneps2bf16 round to nearest even and quiet NaNs exactly like the integer rounding
+// (core/dtype.h f32_to_bf16), except that they treat fp32 denormal inputs as zero. A vector holding a denormal
+// (one FP-class test per input vector) therefore takes the integer rounding instead, so the bits are those of
+// f32_to_bf16 for every input: dev/rope/bf16cvt_check.cpp checks the helpers below on all 2^32 patterns.
+// Normal fp32 inputs never round to a bf16 denormal (same exponent range), so output flushing never applies.
+// Emitted with inline asm: the AVX3 target is not compiled with -mavx512bf16; used only where CPUID has it.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define TXOPS_ROPE_BF16CVT 1
+static const bool kBf16Cvt = __builtin_cpu_supports("avx512bf16");
+
+HWY_INLINE bool AnyDenormal(VF a) { return _mm512_fpclass_ps_mask(a.raw, 0x20) != 0; }
+HWY_INLINE bool AnyDenormal(VF a, VF b) {
+  return (_mm512_fpclass_ps_mask(a.raw, 0x20) | _mm512_fpclass_ps_mask(b.raw, 0x20)) != 0;
+}
+// u16 lanes 0..15 = bf16(lo), 16..31 = bf16(hi)
+HWY_INLINE __m512i Cvt2BF16(VF hi, VF lo) {
+  __m512i r;
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(hi.raw), "v"(lo.raw));
+  return r;
+}
+HWY_INLINE __m256i CvtBF16(VF v) {
+  __m256i r;
+  asm("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v.raw));
+  return r;
+}
+#else
+#define TXOPS_ROPE_BF16CVT 0
+#endif
+
+HWY_INLINE void Put(DF df, VF v, hwy::bfloat16_t* p, bool stream) {
+#if TXOPS_ROPE_BF16CVT
+  if (kBf16Cvt && !AnyDenormal(v)) {
+    const __m256i r = CvtBF16(v);
+    if (stream && (reinterpret_cast<uintptr_t>(p) % 32) == 0) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+    }
+    return;
+  }
+#endif
+  if (stream && (reinterpret_cast<uintptr_t>(p) % (hn::Lanes(df) * sizeof(hwy::bfloat16_t))) == 0) {
+    StreamF32(df, v, p);
+  } else {
+    StoreF32(df, v, p);
+  }
+}
+
 template <bool bwd, class TX, class TC>
 HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s, int64_t h,
                              int64_t j = 0) {
@@ -332,8 +381,18 @@ HWY_INLINE VU RoundToBF16High(VF v) {
 
 HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   const DU du;
-  const VU merged = hn::Or(hn::ShiftRight<16>(RoundToBF16High(even)),
-                           hn::And(RoundToBF16High(odd), hn::Set(du, 0xFFFF0000u)));
+  VU merged;
+#if TXOPS_ROPE_BF16CVT
+  if (kBf16Cvt && !AnyDenormal(even, odd)) {
+    // [bf16(even) x16, bf16(odd) x16] -> lane j = bf16(even_j) | bf16(odd_j) << 16
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    merged = VU{_mm512_permutexvar_epi16(idx, Cvt2BF16(odd, even))};
+  } else
+#endif
+  {
+    merged = hn::Or(hn::ShiftRight<16>(RoundToBF16High(even)), hn::And(RoundToBF16High(odd), hn::Set(du, 0xFFFF0000u)));
+  }
   uint32_t* q = reinterpret_cast<uint32_t*>(p);
   if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
     hn::Stream(merged, du, q);
