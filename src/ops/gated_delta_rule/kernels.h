@@ -29,7 +29,8 @@ struct GdrPlan {
   GdrRowLayout layout;
   int threads = 1;
   bool direct_state = false;       // decode: rows read/written straight from/to the pool (no fp32 staging)
-  bool avx512_bf16 = false;        // decode: the AVX3 kernel may round bf16 states with vcvtneps2bf16
+  bool avx512_bf16 = false;        // decode: the AVX3 kernel may round bf16 states with vcvtneps2bf16;
+                                   // chunked prefill: bf16 grams with vdpbf16ps
   bool chunked = false;            // prefill: the chunked kernel (kernels_chunked.cpp) instead of the recurrent one
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only

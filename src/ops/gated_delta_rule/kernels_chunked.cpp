@@ -10,7 +10,8 @@
 //   St ← exp(G_last) St + Kᵀ (exp(G_last - G) ⊙ V')
 // Derivation: with u_t = β_t (v_t - α_t S_{t-1} k_t) and S_t = e^{G_t} S0 + Σ_{j<=t} Γ_tj u_j k_jᵀ, u_t satisfies
 // u_t + Σ_{j<t} β_t Γ_tj (k_t·k_j) u_j = β_t v_t - β_t e^{G_t} S0 k_t, i.e. (I + A) U = βV - (βe^G K) S0ᵀ.
-// All arithmetic is fp32 (inputs widened exactly); outputs and the final state are rounded once. Every item
+// All arithmetic is fp32 (inputs widened exactly); outputs and the final state are rounded once. With bf16 inputs
+// on AVX512_BF16 CPUs the grams use vdpbf16ps (exact bf16 products, fp32 sums). Every item
 // is computed by this one code path in a fixed order, so results do not depend on the thread count.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_chunked.cpp"
@@ -21,6 +22,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "core/simd_convert-inl.h"
 #include "ops/gated_delta_rule/kernels.h"
@@ -131,6 +134,9 @@ struct ChunkScratch {
   float* gamma = nullptr;   // C: e^G
   float* diff = nullptr;    // C: G_i - G_j of one row (j <= i), 0 beyond
   double* cum = nullptr;    // C: G
+  bool bf16_dot = false;    // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
+  uint16_t* kq16 = nullptr;  // 2C x dkp: [K; Q] as bf16 bits (bf16_dot)
+  uint16_t* kt16 = nullptr;  // dkp/2 x C x 2: Kᵀ in column pairs, the vdpbf16ps operand layout (bf16_dot)
 };
 
 ChunkScratch CarveScratch(const GdrProblem& p, float* scratch) {
@@ -156,6 +162,8 @@ ChunkScratch CarveScratch(const GdrProblem& p, float* scratch) {
   s.gamma = take(C);
   s.diff = take(C);
   s.cum = reinterpret_cast<double*>(take(2 * C));
+  s.kq16 = reinterpret_cast<uint16_t*>(take(C * s.dkp));
+  s.kt16 = reinterpret_cast<uint16_t*>(take(C * s.dkp));
   s.staged = cursor;
   return s;
 }
@@ -193,9 +201,9 @@ void PackChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Chun
     s.cum[i] = g_sum;
     s.gamma[i] = static_cast<float>(std::exp(g_sum));
     LoadRow(Element<TA>(p.key, t, hk), p.key.strides[2], dk, dkp, 1.0f, s.kq + i * dkp);
-    LoadRow(Element<TA>(p.query, t, hk), p.query.strides[2], dk, dkp, p.scale, s.kq + (n + i) * dkp);
+    LoadRow(Element<TA>(p.query, t, hk), p.query.strides[2], dk, dkp, 1.0f, s.kq + (n + i) * dkp);
     LoadRow(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, s.dvp, s.beta[i], s.bv + i * s.dvp);
-    const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i]);
+    const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i] * p.scale);
     for (int64_t j = 0; j < dkp; j += N) {
       hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + i * dkp + j), kscale), df, s.scaled + i * dkp + j);
       hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + (n + i) * dkp + j), qscale), df, s.scaled + (n + i) * dkp + j);
@@ -209,7 +217,7 @@ void PackChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Chun
 
 // gram rows [0, n) become A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) become P ((q_i·k_j) Γ_ij, j <= i); zero
 // elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
-void MaskWithDecay(int64_t n, int64_t np, const ChunkScratch& s) {
+void MaskWithDecay(int64_t n, int64_t np, float scale, const ChunkScratch& s) {
   constexpr int64_t C = kGdrChunk;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
@@ -218,13 +226,13 @@ void MaskWithDecay(int64_t n, int64_t np, const ChunkScratch& s) {
     for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
     float* a = s.gram + i * C;
     float* pr = s.gram + (n + i) * C;
-    const VF beta = hn::Set(df, s.beta[i]);
+    const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
     for (int64_t j = 0; j < np; j += N) {
       const VF gamma = hn::Exp(df, hn::LoadU(df, s.diff + j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       hn::StoreU(hn::IfThenElseZero(strict, hn::Mul(hn::Mul(hn::LoadU(df, a + j), gamma), beta)), df, a + j);
-      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::LoadU(df, pr + j), gamma)), df, pr + j);
+      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::Mul(hn::LoadU(df, pr + j), qscale), gamma)), df, pr + j);
     }
   }
 }
@@ -264,6 +272,72 @@ void SolveRows(int64_t n, const ChunkScratch& s) {
   }
 }
 
+#if HWY_TARGET == HWY_AVX3
+// The grams [K; Q] Kᵀ with vdpbf16ps: bf16 activations are exact, products of two bf16 are exact in fp32, so only
+// the accumulation order differs from the fp32 GEMM (2x its rate). A tile: MR rows x NRV vectors of 16 columns.
+template <int MR, int NRV>
+__attribute__((target("avx512bf16"))) HWY_NOINLINE void GramTileBf16(int64_t pairs, const uint16_t* a, int64_t lda,
+                                                                    const uint16_t* b, float* c) {
+  constexpr int64_t C = kGdrChunk;
+  __m512 acc[MR][NRV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NRV; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < pairs; ++q) {
+    __m512bh bv[NRV];
+    for (int v = 0; v < NRV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + (q * C + v * 16) * 2);
+    for (int r = 0; r < MR; ++r) {
+      uint32_t pair;
+      std::memcpy(&pair, a + r * lda + 2 * q, 4);
+      const __m512bh ar = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+      for (int v = 0; v < NRV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NRV; ++v) _mm512_storeu_ps(c + r * C + v * 16, acc[r][v]);
+}
+
+template <int MR>
+void GramRowsBf16(int64_t vectors, int64_t pairs, const uint16_t* a, int64_t lda, const uint16_t* b, float* c) {
+  switch (vectors) {
+    case 1: return GramTileBf16<MR, 1>(pairs, a, lda, b, c);
+    case 2: return GramTileBf16<MR, 2>(pairs, a, lda, b, c);
+    case 3: return GramTileBf16<MR, 3>(pairs, a, lda, b, c);
+    default: return GramTileBf16<MR, 4>(pairs, a, lda, b, c);
+  }
+}
+
+// gram rows [0, 2n) = [K; Q] Kᵀ, columns j < (tile's last row + 1) rounded to 16 (the lower triangle).
+void GramsBf16(int64_t n, const ChunkScratch& s) {
+  constexpr int64_t C = kGdrChunk;
+  const int64_t dkp = s.dkp, pairs = dkp / 2;
+  for (int64_t i = 0; i < 2 * n; ++i)
+    for (int64_t c = 0; c < dkp; ++c) {
+      uint32_t bits;  // the value is a bf16 widened: its upper half is exactly the bf16
+      std::memcpy(&bits, s.kq + i * dkp + c, 4);
+      s.kq16[i * dkp + c] = static_cast<uint16_t>(bits >> 16);
+    }
+  for (int64_t q = 0; q < pairs; ++q)
+    for (int64_t j = 0; j < C; ++j) {
+      s.kt16[(q * C + j) * 2] = j < n ? s.kq16[j * dkp + 2 * q] : 0;
+      s.kt16[(q * C + j) * 2 + 1] = j < n ? s.kq16[j * dkp + 2 * q + 1] : 0;
+    }
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t row = 0; row < n; row += 6) {
+      const int64_t rows = n - row < 6 ? n - row : 6, vectors = (row + rows + 15) / 16;
+      const uint16_t* a = s.kq16 + (half * n + row) * dkp;
+      float* c = s.gram + (half * n + row) * C;
+      switch (rows) {
+        case 6: GramRowsBf16<6>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 5: GramRowsBf16<5>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 4: GramRowsBf16<4>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 3: GramRowsBf16<3>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 2: GramRowsBf16<2>(vectors, pairs, a, dkp, s.kt16, c); break;
+        default: GramRowsBf16<1>(vectors, pairs, a, dkp, s.kt16, c); break;
+      }
+    }
+}
+#endif
+
 // One chunk of tokens [t0, t0 + n) of head h on its staged state st (Dk x dvp, transposed).
 template <class TA>
 void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const ChunkScratch& s, float* st) {
@@ -272,9 +346,16 @@ void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Chunk
   const int64_t np = (n + N - 1) / N * N, dk = p.key_dim, dv = p.value_dim, dvp = s.dvp;
   PackChunk<TA>(p, h, t0, n, s);
   Gemm(2 * n, dvp, dk, s.scaled, s.dkp, st, dvp, s.x, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
+#if HWY_TARGET == HWY_AVX3
+  if (s.bf16_dot) {
+    GramsBf16(n, s);
+  } else
+#endif
+  {
   Gemm(n, np, dk, s.kq, s.dkp, s.kt, C, s.gram, C, false, 1.0f, Triangle::kLowerC);  // K Kᵀ (j <= i)
   Gemm(n, np, dk, s.kq + n * s.dkp, s.dkp, s.kt, C, s.gram + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
-  MaskWithDecay(n, np, s);
+  }
+  MaskWithDecay(n, np, p.scale, s);
   SolveRows(n, s);
   Gemm(n, dvp, n, s.gram + n * C, C, s.vp, dvp, s.x + n * dvp, dvp, true, 1.0f, Triangle::kLowerA);  // O = X_b + P V'
   const float decay_all = static_cast<float>(std::exp(s.cum[n - 1]));
@@ -352,7 +433,8 @@ void PrefillSequenceHeads(const GdrProblem& p, int64_t b, int64_t h_begin, int64
 template <class TA, class TS>
 void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch) {
   const GdrProblem& p = plan.problem;
-  const ChunkScratch s = CarveScratch(p, scratch);
+  ChunkScratch s = CarveScratch(p, scratch);
+  s.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
   const int64_t nv = p.num_value_heads;
   for (int64_t item = begin; item < end;) {
     const int64_t b = item / nv, h_begin = item % nv;
@@ -396,7 +478,7 @@ int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim, int64_t s
   auto pad = [](int64_t n) { return (n + 15) / 16 * 16; };
   const int64_t C = kGdrChunk, dkp = pad(key_dim), dvp = pad(value_dim);
   return staged_heads * key_dim * dvp + 2 * pad(2 * C * dkp) + pad(dkp * C) + pad(C * dvp) + pad(2 * C * dvp) +
-         pad(2 * C * C) + 2 * pad(C * dvp) + 3 * pad(C) + pad(2 * C);
+         pad(2 * C * C) + 2 * pad(C * dvp) + 3 * pad(C) + pad(2 * C) + 2 * pad(C * dkp);
 }
 }  // namespace txops
 #endif

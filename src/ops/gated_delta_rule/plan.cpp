@@ -124,6 +124,7 @@ Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView&
   plan->items = plan->problem.batch * plan->problem.num_value_heads;
   plan->chunked = choose_chunked(plan->problem, isa);
   plan_common(plan.get(), isa);
+  plan->avx512_bf16 = plan->chunked && isa == Isa::kAvx512 && cpu_has_avx512_bf16();
   *op = make_op(std::move(plan), isa, "chunk_gated_delta_rule");
   return Status();
 }
