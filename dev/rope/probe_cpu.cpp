@@ -5,6 +5,7 @@
 // g++ -std=gnu++17 -O2 -fopenmp -Iinclude -Isrc dev/rope/probe_cpu.cpp build-ropespeed/libtxops_internal.a -lhwy -lpthread -o /tmp/probe_cpu
 // /tmp/probe_cpu [isa: avx512|avx2|scalar] [reps]
 #include <time.h>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,7 +51,14 @@ int main(int argc, char** argv) {
     const size_t es = dtype_size(dt);
     const int64_t B = 1, N = 8, S = 256, D = 64;
     std::vector<char> x(B * N * S * D * es), o(x.size()), c(S * D * es), s(S * D * es);
-    fill(x, dt, 1); fill(c, dt, 2); fill(s, dt, 3);
+    fill(x, dt, 1);
+    // cos/sin of real angles: the in-place cases rotate x again and again, which must not drift into denormals
+    for (size_t i = 0; i < c.size() / es; ++i) {
+      const float a = 0.001f * i, cf = std::cos(a), sf = std::sin(a);
+      if (dt == DType::kF32) { memcpy(&c[4 * i], &cf, 4); memcpy(&s[4 * i], &sf, 4); continue; }
+      const uint16_t cb = dt == DType::kBF16 ? f32_to_bf16(cf) : f32_to_f16(cf), sb = dt == DType::kBF16 ? f32_to_bf16(sf) : f32_to_f16(sf);
+      memcpy(&c[2 * i], &cb, 2); memcpy(&s[2 * i], &sb, 2);
+    }
     TensorView xv(x.data(), dt, {B, N, S, D}), ov(o.data(), dt, {B, N, S, D}), cv(c.data(), dt, {1, 1, S, D}),
         sv(s.data(), dt, {1, 1, S, D});
     TensorView xp(x.data(), dt, {1, S, N, D}), cp(c.data(), dt, {1, S, 1, D}), sp(s.data(), dt, {1, S, 1, D});
