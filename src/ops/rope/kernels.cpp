@@ -207,7 +207,8 @@ HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
 // Emitted with inline asm: the AVX3 target is not compiled with -mavx512bf16; used only where CPUID has it.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 #define TXOPS_ROPE_BF16CVT 1
-static const bool kBf16Cvt = __builtin_cpu_supports("avx512bf16");
+// __builtin_cpu_init first: this initializer may run before libgcc's CPU-detection constructor (shared libraries).
+static const bool kBf16Cvt = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bf16"));
 
 HWY_INLINE bool AnyDenormal(VF a) { return _mm512_fpclass_ps_mask(a.raw, 0x20) != 0; }
 HWY_INLINE bool AnyDenormal(VF a, VF b) {
