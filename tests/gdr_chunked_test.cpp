@@ -106,20 +106,7 @@ TEST(GdrChunked, BitIdenticalForOneToFourThreads) {
   for (Isa isa : isas_to_test()) {
     PrefillVariantScope scope({"chunked", isa});
     SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa));
-    std::vector<uint8_t> out_one, state_one;
-    for (int threads : {1, 2, 3, 4}) {
-      ThreadsScope threads_scope(threads);
-      std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
-      std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
-      ASSERT_TRUE(problem.run().ok());
-      if (threads == 1) {
-        out_one = problem.out.bytes;
-        state_one = problem.final_state.bytes;
-        continue;
-      }
-      EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
-      EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs with " << threads << " threads";
-    }
+    expect_bit_identical_across_threads(problem);
   }
 }
 

@@ -210,20 +210,7 @@ TEST(GdrPrefill, BitIdenticalForAnyThreadCount) {
     for (const PrefillVariant& variant : prefill_variants()) {
       PrefillVariantScope variant_scope(variant);
       SCOPED_TRACE(c.describe() + " " + variant.name());
-      std::vector<uint8_t> out_one, state_one;
-      for (int threads : {1, 2, 3, 4}) {
-        ThreadsScope threads_scope(threads);
-        std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
-        std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
-        ASSERT_TRUE(problem.run().ok());
-        if (threads == 1) {
-          out_one = problem.out.bytes;
-          state_one = problem.final_state.bytes;
-          continue;
-        }
-        EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
-        EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs with " << threads << " threads";
-      }
+      expect_bit_identical_across_threads(problem);
     }
   }
 }

@@ -2,6 +2,7 @@
 // and the comparison / error-table helpers shared by the tests/gdr_*_test.cpp suites.
 #include "support/gdr_problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -264,6 +265,23 @@ PrefillVariantScope::PrefillVariantScope(const PrefillVariant& variant) : isa_(v
 PrefillVariantScope::~PrefillVariantScope() {
   if (had_kernel_env_) setenv("TXOPS_GDR_KERNEL", saved_kernel_env_.c_str(), 1);
   else unsetenv("TXOPS_GDR_KERNEL");
+}
+
+void expect_bit_identical_across_threads(PrefillProblem& problem) {
+  std::vector<uint8_t> out_one, state_one;
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadsScope threads_scope(threads);
+    std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+    std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
+    ASSERT_TRUE(problem.run().ok());
+    if (threads == 1) {
+      out_one = problem.out.bytes;
+      state_one = problem.final_state.bytes;
+      continue;
+    }
+    EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
+    EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs with " << threads << " threads";
+  }
 }
 
 }  // namespace gdrtest

@@ -154,6 +154,10 @@ class ThreadsScope {
  private:
   int saved_;
 };
+// Runs `problem` with 1, 2, 3 and 4 threads (outputs pre-filled with 0xCD each time) and expects out and
+// finalState to be bit-identical to the 1-thread run.
+void expect_bit_identical_across_threads(PrefillProblem& problem);
+
 class CompatScope {
  public:
   explicit CompatScope(txops::Compat mode) : saved_(txops::compat_mode()) { txops::set_compat_mode(mode); }
