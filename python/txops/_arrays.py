@@ -69,25 +69,25 @@ def _raw_numpy_view(x):
     return (x.ctypes.data, code, tuple(x.shape), tuple(s // itemsize for s in x.strides))
 
 
-def empty(shape, dtype, like):
-    """A new contiguous array of `shape` and `dtype` in the framework of `like`."""
+def _allocate(kind, shape, dtype, like):
+    """torch.<kind> or numpy.<kind> ("empty" / "zeros") of `shape` and `dtype`, in the framework of `like`."""
     if _torch is None:
         _find_torch()
     if isinstance(like, _torch_tensor):
-        return _torch.empty(shape, dtype=dtype, device=like.device)
+        return getattr(_torch, kind)(shape, dtype=dtype, device=like.device)
     if isinstance(like, np.ndarray):
-        return np.empty(shape, dtype=dtype)
+        return getattr(np, kind)(shape, dtype=dtype)
     raise TypeError(f"tensor must be a torch.Tensor or a numpy.ndarray, got {type(like).__name__}")
+
+
+def empty(shape, dtype, like):
+    """A new contiguous array of `shape` and `dtype` in the framework of `like`."""
+    return _allocate("empty", shape, dtype, like)
 
 
 def zeros(shape, dtype, like):
-    if _torch is None:
-        _find_torch()
-    if isinstance(like, _torch_tensor):
-        return _torch.zeros(shape, dtype=dtype, device=like.device)
-    if isinstance(like, np.ndarray):
-        return np.zeros(shape, dtype=dtype)
-    raise TypeError(f"tensor must be a torch.Tensor or a numpy.ndarray, got {type(like).__name__}")
+    """A new zero-filled array of `shape` and `dtype` in the framework of `like`."""
+    return _allocate("zeros", shape, dtype, like)
 
 
 def int32_array(values, like, param):
