@@ -255,16 +255,17 @@ std::vector<PrefillVariant> prefill_variants() {
   return variants;
 }
 
-PrefillVariantScope::PrefillVariantScope(const PrefillVariant& variant) : isa_(variant.isa) {
-  const char* env = std::getenv("TXOPS_GDR_KERNEL");
-  had_kernel_env_ = env != nullptr;
-  if (env) saved_kernel_env_ = env;
-  setenv("TXOPS_GDR_KERNEL", variant.kernel, 1);
+EnvScope::EnvScope(const char* name, const char* value) : name_(name) {
+  const char* env = std::getenv(name);
+  had_ = env != nullptr;
+  if (had_) saved_ = env;
+  if (value != nullptr) setenv(name, value, 1);
+  else unsetenv(name);
 }
 
-PrefillVariantScope::~PrefillVariantScope() {
-  if (had_kernel_env_) setenv("TXOPS_GDR_KERNEL", saved_kernel_env_.c_str(), 1);
-  else unsetenv("TXOPS_GDR_KERNEL");
+EnvScope::~EnvScope() {
+  if (had_) setenv(name_.c_str(), saved_.c_str(), 1);
+  else unsetenv(name_.c_str());
 }
 
 void expect_bit_identical_across_threads(PrefillProblem& problem) {

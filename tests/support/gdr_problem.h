@@ -126,6 +126,19 @@ class IsaScope {
  private:
   txops::Isa saved_;
 };
+// Sets an environment variable (value null: unsets it) for its lifetime, then restores it.
+class EnvScope {
+ public:
+  EnvScope(const char* name, const char* value);
+  ~EnvScope();
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
+
+ private:
+  std::string name_, saved_;
+  bool had_ = false;
+};
+
 // A prefill kernel (TXOPS_GDR_KERNEL = recurrent | chunked, read by the planner at every call) and an ISA.
 struct PrefillVariant {
   const char* kernel;
@@ -137,13 +150,12 @@ std::vector<PrefillVariant> prefill_variants();  // every prefill kernel on ever
 // Selects a variant for its lifetime; restores TXOPS_GDR_KERNEL and the ISA cap after.
 class PrefillVariantScope {
  public:
-  explicit PrefillVariantScope(const PrefillVariant& variant);
-  ~PrefillVariantScope();
+  explicit PrefillVariantScope(const PrefillVariant& variant)
+      : isa_(variant.isa), kernel_("TXOPS_GDR_KERNEL", variant.kernel) {}
 
  private:
   IsaScope isa_;
-  bool had_kernel_env_;
-  std::string saved_kernel_env_;
+  EnvScope kernel_;
 };
 
 class ThreadsScope {

@@ -5,6 +5,7 @@
 #define TXOPS_OPS_GATED_DELTA_RULE_KERNELS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "ops/gated_delta_rule/args.h"
 
@@ -34,7 +35,13 @@ struct GdrPlan {
   bool chunked = false;            // prefill: the chunked kernel (kernels_chunked.cpp) instead of the recurrent one
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only
+  std::vector<int64_t> part_start; // threads + 1 entries: part k runs items [part_start[k], part_start[k + 1])
   int64_t scratch_floats = 0;      // per thread
+  // Chunked prefill in chunk mode (parallel over chunks; else items mode, parallel over (sequence, head)):
+  bool split_chunks = false;
+  int64_t wave_chunks = 0;         // chunks of every item per wave (phase one of a wave runs in parallel)
+  int64_t column_blocks = 1;       // Dv column blocks per item in the state pass
+  int64_t shared_floats = 0;       // the staged states of all items and one wave's chunk records
   int64_t snapshot_bytes = 0;      // decode with slot conflicts: start states copied before any write
 };
 
@@ -51,11 +58,11 @@ GdrLayoutFn* select_gdr_layout(Isa isa);
 GdrRunItemsFn* select_gdr_run_items(Isa isa);
 GdrSnapshotFn* select_gdr_snapshot(Isa isa);
 
-// The chunked prefill kernel (kernels_chunked.cpp): items are (sequence, value head) pairs; `scratch` holds
-// gdr_chunked_scratch_floats(Dk, Dv, staged heads) floats (64-byte aligned), where `staged heads` bounds the
-// value heads of one sequence among a thread's items; `snapshot` is unused.
-GdrRunItemsFn* select_gdr_chunked_run_items(Isa isa);
-int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim, int64_t staged_heads);
+// The chunked prefill kernel (kernels_chunked.cpp): runs the whole plan (it makes its own parallel regions).
+// `thread_scratch` holds plan.threads areas of `scratch_bytes` (64-byte aligned, plan.scratch_floats floats each);
+// `shared` holds plan.shared_floats floats (chunk mode), 64-byte aligned. Sizes: chunked_layout.h.
+using GdrChunkedRunFn = void(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, float* shared);
+GdrChunkedRunFn* select_gdr_chunked_run(Isa isa);
 
 }  // namespace txops
 

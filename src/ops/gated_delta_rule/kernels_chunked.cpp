@@ -1,18 +1,21 @@
 // kernels_chunked.cpp — the chunked prefill kernel of the gated delta rule (Highway: AVX3, AVX2, SCALAR).
 // Why: it turns the token recurrence into small GEMMs (64 x 128 x 128 and the like) run by a register-blocked
-// micro-kernel, the alternative to the row-fused recurrent kernel (kernels_recurrent.cpp); plan.cpp picks.
+// micro-kernel (chunked_gemm-inl.h), the alternative to the row-fused recurrent kernel; plan.cpp picks.
 // Per (sequence, value head), chunks of n <= kGdrChunk tokens, S0 the state before the chunk (kept transposed,
-// St = S0ᵀ, Dk x Dv fp32), G = cumsum(g) in double restarted per chunk, Γ_ij = exp(G_i - G_j) (j <= i only):
-//   X  = [β⊙exp(G)⊙K ; exp(G)⊙Q·scale] St          (one GEMM, 2n x Dk x Dv)
-//   A  = strictly_lower(β⊙(K Kᵀ)⊙Γ),  P = lower(Q·scale Kᵀ ⊙ Γ)   (one GEMM [K;Q] Kᵀ, then the masks)
-//   V' = (I + A)^{-1} (β⊙V - X_top)                  (forward substitution; equals U - W S0ᵀ of the spec)
+// St = S0ᵀ, Dk x Dv fp32), G = cumsum(g) in double restarted per chunk, Γ_ij = exp(G_i - G_j) (j <= i only).
+// Phase one of a chunk (PrepareChunk; independent of the state, so any chunk can run on any thread):
+//   A = strictly_lower(β⊙(K Kᵀ)⊙Γ),  P = lower(Q·scale Kᵀ ⊙ Γ), the scaled rows and Kᵀ   -> a chunk record
+// The state pass (StatePass; sequential over the chunks of one (sequence, head); the Dv columns are independent):
+//   X  = [β⊙e^G⊙K ; e^G⊙Q·scale] St                  (one GEMM, 2n x Dk x Dv)
+//   V' = (I + A)^{-1} (β⊙V - X_top)                   (forward substitution; equals U - W S0ᵀ of the spec)
 //   O  = X_bottom + P V'
 //   St ← exp(G_last) St + Kᵀ (exp(G_last - G) ⊙ V')
-// Derivation: with u_t = β_t (v_t - α_t S_{t-1} k_t) and S_t = e^{G_t} S0 + Σ_{j<=t} Γ_tj u_j k_jᵀ, u_t satisfies
-// u_t + Σ_{j<t} β_t Γ_tj (k_t·k_j) u_j = β_t v_t - β_t e^{G_t} S0 k_t, i.e. (I + A) U = βV - (βe^G K) S0ᵀ.
-// All arithmetic is fp32 (inputs widened exactly); outputs and the final state are rounded once. With bf16 inputs
-// on AVX512_BF16 CPUs the grams use vdpbf16ps (exact bf16 products, fp32 sums). Every item
-// is computed by this one code path in a fixed order, so results do not depend on the thread count.
+// Two drivers: items mode (each thread owns whole (sequence, head) items and runs both phases per chunk in its
+// scratch) and chunk mode (waves of chunks: phase one of every chunk of the wave in parallel over chunks, then the
+// state pass in parallel over (item, Dv column block)). Both run the same two functions on the same data, and a
+// column block's arithmetic is that of the whole row (chunked_gemm-inl.h), so the bits do not depend on the mode
+// or the thread count. All arithmetic is fp32 (inputs widened exactly); outputs and final states are rounded once.
+// Derivation and measurements: README.md ("Chunked algorithm").
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_chunked.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -24,8 +27,12 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include "core/parallel.h"
 #include "core/simd_convert-inl.h"
+#include "ops/gated_delta_rule/chunked_gemm-inl.h"
+#include "ops/gated_delta_rule/chunked_layout.h"
 #include "ops/gated_delta_rule/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -34,139 +41,18 @@ namespace HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
+using gdr_gemm::DF;
+using gdr_gemm::Gemm;
+using gdr_gemm::Triangle;
+using gdr_gemm::VF;
+constexpr int64_t C = kGdrChunk;
 
-// Micro-kernel tile: kGemmRows rows of C x kGemmVectors vectors (accumulators + B loads + a broadcast fit the
-// register file: AVX3 24 + 4 + 1 of 32, AVX2 12 + 2 + 1 of 16).
-constexpr int64_t kGemmRows = 6;
-#if HWY_TARGET == HWY_SCALAR
-constexpr int kGemmVectors = 1;
-#elif HWY_TARGET == HWY_AVX2
-constexpr int kGemmVectors = 2;
-#else
-constexpr int kGemmVectors = 4;
-#endif
-
-// C[MR x NRV vectors] = c_scale * C (when accumulate) + A[MR x kd] B[kd x NRV vectors]; A and B row-major.
-template <int MR, int NRV>
-HWY_INLINE void GemmTile(int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                         bool accumulate, float c_scale) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  VF acc[MR][NRV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NRV; ++v) acc[r][v] = hn::Zero(df);
-  for (int64_t p = 0; p < kd; ++p) {
-    VF bv[NRV];
-    for (int v = 0; v < NRV; ++v) bv[v] = hn::LoadU(df, b + p * ldb + v * N);
-    for (int r = 0; r < MR; ++r) {
-      const VF ar = hn::Set(df, a[r * lda + p]);
-      for (int v = 0; v < NRV; ++v) acc[r][v] = hn::MulAdd(ar, bv[v], acc[r][v]);
-    }
-  }
-  const VF cs = hn::Set(df, c_scale);
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NRV; ++v) {
-      float* dst = c + r * ldc + v * N;
-      hn::StoreU(accumulate ? hn::MulAdd(cs, hn::LoadU(df, dst), acc[r][v]) : acc[r][v], df, dst);
-    }
-}
-
-// Rows [0, MR) of C over a column panel [0, cols) (cols a multiple of the vector length).
-template <int MR>
-HWY_NOINLINE void GemmRowTile(int64_t cols, int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb,
-                              float* c, int64_t ldc, bool accumulate, float c_scale) {
-  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
-  int64_t col = 0;
-  for (; col + kGemmVectors * N <= cols; col += kGemmVectors * N)
-    GemmTile<MR, kGemmVectors>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
-  for (; col < cols; col += N) GemmTile<MR, 1>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
-}
-
-// Which part of a product is needed when C or A is lower triangular (row i of C needs columns j <= i, or
-// row i of A is zero beyond column i): the rest is neither computed nor read.
-enum class Triangle { kFull, kLowerC, kLowerA };
-
-// C (m x cols) = [c_scale * C +] A (m x kd) B (kd x cols). Column panels of 64 floats outermost, so the B panel
-// stays in L1 while the row tiles of A stream past it.
-void Gemm(int64_t m, int64_t cols, int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-          int64_t ldc, bool accumulate, float c_scale = 1.0f, Triangle tri = Triangle::kFull) {
-  constexpr int64_t kPanel = 64;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
-  for (int64_t c0 = 0; c0 < cols; c0 += kPanel) {
-    for (int64_t row = 0; row < m; row += kGemmRows) {
-      const int64_t rows = m - row < kGemmRows ? m - row : kGemmRows;
-      int64_t end = cols - c0 < kPanel ? cols : c0 + kPanel, depth = kd;
-      if (tri == Triangle::kLowerC) end = std::min(end, (row + rows + N - 1) / N * N);
-      if (tri == Triangle::kLowerA) depth = std::min(kd, row + rows);
-      if (end <= c0) continue;
-      const float* ar = a + row * lda;
-      float* cr = c + row * ldc + c0;
-      const int64_t w = end - c0;
-      switch (rows) {
-        case 6: GemmRowTile<6>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 5: GemmRowTile<5>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 4: GemmRowTile<4>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 3: GemmRowTile<3>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 2: GemmRowTile<2>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        default: GemmRowTile<1>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-      }
-    }
-  }
-}
-
-int64_t Pad16(int64_t n) { return (n + 15) / 16 * 16; }
-
-// One thread's scratch (floats; every array starts on 64 bytes). C = kGdrChunk; dkp, dvp: Dk, Dv rounded to 16.
-struct ChunkScratch {
-  int64_t dkp = 0, dvp = 0;
-  float* staged = nullptr;  // staged heads x Dk x dvp: the fp32 states, transposed (last in the scratch)
-  float* kq = nullptr;      // 2C x dkp: K rows [0, n), Q·scale rows [n, 2n)
-  float* scaled = nullptr;  // 2C x dkp: β⊙e^G⊙K, e^G⊙Q·scale
-  float* kt = nullptr;      // dkp x C: Kᵀ (columns >= n zero)
-  float* bv = nullptr;      // C x dvp: β⊙V
-  float* x = nullptr;       // 2C x dvp: X, then O in rows [n, 2n)
-  float* gram = nullptr;    // 2C x C: K Kᵀ -> A, Q Kᵀ -> P
-  float* vp = nullptr;      // C x dvp: V'
-  float* ev = nullptr;      // C x dvp: e^{G_last - G} ⊙ V'
-  float* beta = nullptr;    // C
-  float* gamma = nullptr;   // C: e^G
-  float* diff = nullptr;    // C: G_i - G_j of one row (j <= i), 0 beyond
-  double* cum = nullptr;    // C: G
-  bool bf16_dot = false;    // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
-  uint16_t* kq16 = nullptr;  // 2C x dkp: [K; Q] as bf16 bits (bf16_dot)
-  uint16_t* kt16 = nullptr;  // dkp/2 x C x 2: Kᵀ in column pairs, the vdpbf16ps operand layout (bf16_dot)
+// What every chunk of one call shares.
+struct ChunkContext {
+  const GdrProblem* p = nullptr;
+  int64_t dkp = 0, dvp = 0;  // Dk, Dv rounded up to 16
+  bool bf16_dot = false;     // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
 };
-
-ChunkScratch CarveScratch(const GdrProblem& p, float* scratch) {
-  constexpr int64_t C = kGdrChunk;
-  ChunkScratch s;
-  s.dkp = Pad16(p.key_dim);
-  s.dvp = Pad16(p.value_dim);
-  float* cursor = scratch;
-  auto take = [&cursor](int64_t floats) {
-    float* at = cursor;
-    cursor += Pad16(floats);
-    return at;
-  };
-  s.kq = take(2 * C * s.dkp);
-  s.scaled = take(2 * C * s.dkp);
-  s.kt = take(s.dkp * C);
-  s.bv = take(C * s.dvp);
-  s.x = take(2 * C * s.dvp);
-  s.gram = take(2 * C * C);
-  s.vp = take(C * s.dvp);
-  s.ev = take(C * s.dvp);
-  s.beta = take(C);
-  s.gamma = take(C);
-  s.diff = take(C);
-  s.cum = reinterpret_cast<double*>(take(2 * C));
-  s.kq16 = reinterpret_cast<uint16_t*>(take(C * s.dkp));
-  s.kt16 = reinterpret_cast<uint16_t*>(take(C * s.dkp));
-  s.staged = cursor;
-  return s;
-}
 
 template <class T>
 const T* Element(const TensorView& v, int64_t i0, int64_t i1) {
@@ -186,13 +72,51 @@ void LoadRow(const T* src, int64_t stride, int64_t count, int64_t padded, float 
   for (; j < padded; ++j) dst[j] = 0.0f;
 }
 
-// Packs tokens [t0, t0 + n) of value head h and forms G, e^G, the scaled rows and Kᵀ.
+// ---- phase one ----
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+// dst (8 x 8, row stride ld_dst) = transpose of src (8 x 8, row stride ld_src): AVX2 unpack / shuffle / permute.
+HWY_INLINE void Transpose8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
+// kt (dkp x C) = Kᵀ of the first n rows of kq (row stride dkp, padded columns zero); token columns >= n zero.
+void TransposeKeys(int64_t n, int64_t dkp, const float* kq, float* kt) {
+  int64_t i0 = 0;
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+  for (; i0 + 8 <= n; i0 += 8)
+    for (int64_t c0 = 0; c0 < dkp; c0 += 8) Transpose8x8(kq + i0 * dkp + c0, dkp, kt + c0 * C + i0, C);
+#endif
+  for (int64_t c = 0; c < dkp; ++c) {
+    for (int64_t i = i0; i < n; ++i) kt[c * C + i] = kq[i * dkp + c];
+    for (int64_t i = n; i < C; ++i) kt[c * C + i] = 0.0f;
+  }
+}
+
+// Packs tokens [t0, t0 + n) of value head h: G, e^G, β, [K; Q] (scratch), the scaled rows, β⊙V and Kᵀ (record).
 template <class TA>
-void PackChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const ChunkScratch& s) {
-  constexpr int64_t C = kGdrChunk;
+void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrPackScratch& s,
+               const GdrChunkRecord& r) {
+  const GdrProblem& p = *cx.p;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t hk = h / p.heads_per_key_head(), dk = p.key_dim, dkp = s.dkp;
+  const int64_t hk = h / p.heads_per_key_head(), dk = p.key_dim, dkp = cx.dkp;
   double g_sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = t0 + i;
@@ -202,117 +126,26 @@ void PackChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const Chun
     s.gamma[i] = static_cast<float>(std::exp(g_sum));
     LoadRow(Element<TA>(p.key, t, hk), p.key.strides[2], dk, dkp, 1.0f, s.kq + i * dkp);
     LoadRow(Element<TA>(p.query, t, hk), p.query.strides[2], dk, dkp, 1.0f, s.kq + (n + i) * dkp);
-    LoadRow(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, s.dvp, s.beta[i], s.bv + i * s.dvp);
+    LoadRow(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
     const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i] * p.scale);
     for (int64_t j = 0; j < dkp; j += N) {
-      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + i * dkp + j), kscale), df, s.scaled + i * dkp + j);
-      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + (n + i) * dkp + j), qscale), df, s.scaled + (n + i) * dkp + j);
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + i * dkp + j), kscale), df, r.scaled + i * dkp + j);
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + (n + i) * dkp + j), qscale), df, r.scaled + (n + i) * dkp + j);
     }
   }
-  for (int64_t c = 0; c < dk; ++c) {
-    for (int64_t i = 0; i < n; ++i) s.kt[c * C + i] = s.kq[i * dkp + c];
-    for (int64_t i = n; i < C; ++i) s.kt[c * C + i] = 0.0f;
-  }
-}
-
-// gram rows [0, n) become A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) become P ((q_i·k_j) Γ_ij, j <= i); zero
-// elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
-void MaskWithDecay(int64_t n, int64_t np, float scale, const ChunkScratch& s) {
-  constexpr int64_t C = kGdrChunk;
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
-    for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
-    float* a = s.gram + i * C;
-    float* pr = s.gram + (n + i) * C;
-    const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
-    for (int64_t j = 0; j < np; j += N) {
-      const VF gamma = hn::Exp(df, hn::LoadU(df, s.diff + j));
-      const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
-      const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
-      hn::StoreU(hn::IfThenElseZero(strict, hn::Mul(hn::Mul(hn::LoadU(df, a + j), gamma), beta)), df, a + j);
-      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::Mul(hn::LoadU(df, pr + j), qscale), gamma)), df, pr + j);
-    }
-  }
-}
-
-// Columns [c0, c0 + NV vectors) of V' = (I + A)^{-1} (β⊙V - X_top), row by row, the row kept in registers.
-template <int NV>
-HWY_INLINE void SolveColumns(int64_t n, int64_t c0, const ChunkScratch& s) {
-  constexpr int64_t C = kGdrChunk;
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  const int64_t dvp = s.dvp;
-  for (int64_t i = 0; i < n; ++i) {
-    const float* a = s.gram + i * C;
-    VF acc[NV];
-    for (int v = 0; v < NV; ++v)
-      acc[v] = hn::Sub(hn::LoadU(df, s.bv + i * dvp + c0 + v * N), hn::LoadU(df, s.x + i * dvp + c0 + v * N));
-    for (int64_t j = 0; j < i; ++j) {
-      const VF aij = hn::Set(df, a[j]);
-      for (int v = 0; v < NV; ++v) acc[v] = hn::NegMulAdd(aij, hn::LoadU(df, s.vp + j * dvp + c0 + v * N), acc[v]);
-    }
-    for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], df, s.vp + i * dvp + c0 + v * N);
-  }
-}
-
-// V' (all columns), then ev = e^{G_last - G} ⊙ V'.
-void SolveRows(int64_t n, const ChunkScratch& s) {
-  constexpr int kBlock = 2 * kGemmVectors;
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dvp = s.dvp;
-  int64_t c0 = 0;
-  for (; c0 + kBlock * N <= dvp; c0 += kBlock * N) SolveColumns<kBlock>(n, c0, s);
-  for (; c0 < dvp; c0 += N) SolveColumns<1>(n, c0, s);
-  for (int64_t i = 0; i < n; ++i) {
-    const VF decay = hn::Set(df, static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i])));
-    for (int64_t c = 0; c < dvp; c += N)
-      hn::StoreU(hn::Mul(hn::LoadU(df, s.vp + i * dvp + c), decay), df, s.ev + i * dvp + c);
-  }
+  TransposeKeys(n, dkp, s.kq, r.kt);
+  for (int64_t i = 0; i < n; ++i) r.decay[i] = static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i]));
+  r.decay[C] = static_cast<float>(std::exp(s.cum[n - 1]));
 }
 
 #if HWY_TARGET == HWY_AVX3
-// The grams [K; Q] Kᵀ with vdpbf16ps: bf16 activations are exact, products of two bf16 are exact in fp32, so only
-// the accumulation order differs from the fp32 GEMM (2x its rate). A tile: MR rows x NRV vectors of 16 columns.
-template <int MR, int NRV>
-__attribute__((target("avx512bf16"))) HWY_NOINLINE void GramTileBf16(int64_t pairs, const uint16_t* a, int64_t lda,
-                                                                    const uint16_t* b, float* c) {
-  constexpr int64_t C = kGdrChunk;
-  __m512 acc[MR][NRV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NRV; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int64_t q = 0; q < pairs; ++q) {
-    __m512bh bv[NRV];
-    for (int v = 0; v < NRV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + (q * C + v * 16) * 2);
-    for (int r = 0; r < MR; ++r) {
-      uint32_t pair;
-      std::memcpy(&pair, a + r * lda + 2 * q, 4);
-      const __m512bh ar = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
-      for (int v = 0; v < NRV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
-    }
-  }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NRV; ++v) _mm512_storeu_ps(c + r * C + v * 16, acc[r][v]);
-}
-
-template <int MR>
-void GramRowsBf16(int64_t vectors, int64_t pairs, const uint16_t* a, int64_t lda, const uint16_t* b, float* c) {
-  switch (vectors) {
-    case 1: return GramTileBf16<MR, 1>(pairs, a, lda, b, c);
-    case 2: return GramTileBf16<MR, 2>(pairs, a, lda, b, c);
-    case 3: return GramTileBf16<MR, 3>(pairs, a, lda, b, c);
-    default: return GramTileBf16<MR, 4>(pairs, a, lda, b, c);
-  }
-}
-
-// gram rows [0, 2n) = [K; Q] Kᵀ, columns j < (tile's last row + 1) rounded to 16 (the lower triangle).
-void GramsBf16(int64_t n, const ChunkScratch& s) {
-  constexpr int64_t C = kGdrChunk;
-  const int64_t dkp = s.dkp, pairs = dkp / 2;
+// gram rows [0, 2n) = [K; Q] Kᵀ with vdpbf16ps, columns j < (tile's last row + 1) rounded to 16 (the lower
+// triangle). The operands are the bf16 inputs themselves (the widened floats' upper halves).
+void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gram) {
+  const int64_t pairs = dkp / 2;
   for (int64_t i = 0; i < 2 * n; ++i)
     for (int64_t c = 0; c < dkp; ++c) {
-      uint32_t bits;  // the value is a bf16 widened: its upper half is exactly the bf16
+      uint32_t bits;
       std::memcpy(&bits, s.kq + i * dkp + c, 4);
       s.kq16[i * dkp + c] = static_cast<uint16_t>(bits >> 16);
     }
@@ -325,55 +158,153 @@ void GramsBf16(int64_t n, const ChunkScratch& s) {
     for (int64_t row = 0; row < n; row += 6) {
       const int64_t rows = n - row < 6 ? n - row : 6, vectors = (row + rows + 15) / 16;
       const uint16_t* a = s.kq16 + (half * n + row) * dkp;
-      float* c = s.gram + (half * n + row) * C;
+      float* c = gram + (half * n + row) * C;
       switch (rows) {
-        case 6: GramRowsBf16<6>(vectors, pairs, a, dkp, s.kt16, c); break;
-        case 5: GramRowsBf16<5>(vectors, pairs, a, dkp, s.kt16, c); break;
-        case 4: GramRowsBf16<4>(vectors, pairs, a, dkp, s.kt16, c); break;
-        case 3: GramRowsBf16<3>(vectors, pairs, a, dkp, s.kt16, c); break;
-        case 2: GramRowsBf16<2>(vectors, pairs, a, dkp, s.kt16, c); break;
-        default: GramRowsBf16<1>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 6: gdr_gemm::GramRowsBf16<6>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 5: gdr_gemm::GramRowsBf16<5>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 4: gdr_gemm::GramRowsBf16<4>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 3: gdr_gemm::GramRowsBf16<3>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 2: gdr_gemm::GramRowsBf16<2>(vectors, pairs, a, dkp, s.kt16, c); break;
+        default: gdr_gemm::GramRowsBf16<1>(vectors, pairs, a, dkp, s.kt16, c); break;
       }
     }
 }
 #endif
 
-// One chunk of tokens [t0, t0 + n) of head h on its staged state st (Dk x dvp, transposed).
-template <class TA>
-void RunChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const ChunkScratch& s, float* st) {
-  constexpr int64_t C = kGdrChunk;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
-  const int64_t np = (n + N - 1) / N * N, dk = p.key_dim, dv = p.value_dim, dvp = s.dvp;
-  PackChunk<TA>(p, h, t0, n, s);
-  Gemm(2 * n, dvp, dk, s.scaled, s.dkp, st, dvp, s.x, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
-#if HWY_TARGET == HWY_AVX3
-  if (s.bf16_dot) {
-    GramsBf16(n, s);
-  } else
-#endif
-  {
-  Gemm(n, np, dk, s.kq, s.dkp, s.kt, C, s.gram, C, false, 1.0f, Triangle::kLowerC);  // K Kᵀ (j <= i)
-  Gemm(n, np, dk, s.kq + n * s.dkp, s.dkp, s.kt, C, s.gram + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
-  }
-  MaskWithDecay(n, np, p.scale, s);
-  SolveRows(n, s);
-  Gemm(n, dvp, n, s.gram + n * C, C, s.vp, dvp, s.x + n * dvp, dvp, true, 1.0f, Triangle::kLowerA);  // O = X_b + P V'
-  const float decay_all = static_cast<float>(std::exp(s.cum[n - 1]));
-  Gemm(dk, dvp, n, s.kt, C, s.ev, dvp, st, dvp, true, decay_all);  // Sᵀ = e^{G_last} Sᵀ + Kᵀ (decay ⊙ V')
+// gram rows [0, n) become A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) become P ((q_i·k_j) scale Γ_ij, j <= i);
+// zero elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
+void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, float* gram) {
   const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t i = 0; i < n; ++i) {
-    TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
-    const float* src = s.x + (n + i) * dvp;
-    const int64_t stride = p.out.strides[2];
-    int64_t c = 0;
-    if (stride == 1)
-      for (; c + N <= dv; c += N) StoreF32(df, hn::LoadU(df, src + c), dst + c);
-    for (; c < dv; ++c) StoreScalarF32(src[c], dst + c * stride);
+    for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
+    for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
+    float* a = gram + i * C;
+    float* pr = gram + (n + i) * C;
+    const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
+    for (int64_t j = 0; j < np; j += N) {
+      const VF gamma = hn::Exp(df, hn::LoadU(df, s.diff + j));
+      const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
+      const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
+      hn::StoreU(hn::IfThenElseZero(strict, hn::Mul(hn::Mul(hn::LoadU(df, a + j), gamma), beta)), df, a + j);
+      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::Mul(hn::LoadU(df, pr + j), qscale), gamma)), df, pr + j);
+    }
   }
 }
 
-// Prefetches the rows of q, k, v, out that the chunk of head h reads or writes (one head ahead: its rows are in
-// other cache lines of the pages just used, which the hardware prefetchers do not fetch).
+// Phase one of the chunk of tokens [t0, t0 + n) of head h: fills the record r.
+template <class TA>
+void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrPackScratch& s,
+                  const GdrChunkRecord& r) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  const int64_t np = (n + N - 1) / N * N, dk = cx.p->key_dim, dkp = cx.dkp;
+  PackChunk<TA>(cx, h, t0, n, s, r);
+#if HWY_TARGET == HWY_AVX3
+  if (cx.bf16_dot) {
+    GramsBf16(n, dkp, s, r.gram);
+  } else
+#endif
+  {
+    Gemm(n, np, dk, s.kq, dkp, r.kt, C, r.gram, C, false, 1.0f, Triangle::kLowerC);                   // K Kᵀ
+    Gemm(n, np, dk, s.kq + n * dkp, dkp, r.kt, C, r.gram + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
+  }
+  MaskWithDecay(n, np, cx.p->scale, s, r.gram);
+}
+
+// ---- the state pass ----
+
+// Columns [c0, c0 + NV vectors) of V' = (I + A)^{-1} (β⊙V - X_top), row by row, the row kept in registers.
+template <int NV>
+HWY_INLINE void SolveColumns(int64_t n, int64_t c0, int64_t dvp, const GdrChunkRecord& r, const GdrPassScratch& w) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* a = r.gram + i * C;
+    VF acc[NV];
+    for (int v = 0; v < NV; ++v)
+      acc[v] = hn::Sub(hn::LoadU(df, r.bv + i * dvp + c0 + v * N), hn::LoadU(df, w.x + i * dvp + c0 + v * N));
+    for (int64_t j = 0; j < i; ++j) {
+      const VF aij = hn::Set(df, a[j]);
+      for (int v = 0; v < NV; ++v) acc[v] = hn::NegMulAdd(aij, hn::LoadU(df, w.vp + j * dvp + c0 + v * N), acc[v]);
+    }
+    for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], df, w.vp + i * dvp + c0 + v * N);
+  }
+}
+
+// Columns [c0, c1) of V', then of ev = e^{G_last - G} ⊙ V'.
+void SolveRows(int64_t n, int64_t c0, int64_t c1, int64_t dvp, const GdrChunkRecord& r, const GdrPassScratch& w) {
+  // Up to 8 vectors of columns per pass: 8 independent accumulator chains hide the FMA latency (4 chains ran
+  // the solve at about half the FMA rate).
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t c = c0;
+  for (; c + 8 * N <= c1; c += 8 * N) SolveColumns<8>(n, c, dvp, r, w);
+  if (c + 4 * N <= c1) SolveColumns<4>(n, c, dvp, r, w), c += 4 * N;
+  if (c + 2 * N <= c1) SolveColumns<2>(n, c, dvp, r, w), c += 2 * N;
+  if (c < c1) SolveColumns<1>(n, c, dvp, r, w), c += N;
+  for (int64_t i = 0; i < n; ++i) {
+    const VF decay = hn::Set(df, r.decay[i]);
+    for (c = c0; c < c1; c += N) hn::StoreU(hn::Mul(hn::LoadU(df, w.vp + i * dvp + c), decay), df, w.ev + i * dvp + c);
+  }
+}
+
+// The chunk of tokens [t0, t0 + n) of head h on columns [c0, c1) of its staged state st (Dk x dvp, transposed):
+// updates those columns of st and writes those columns of the chunk's outputs.
+template <class TA>
+void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrChunkRecord& r,
+               const GdrPassScratch& w, float* st, int64_t c0, int64_t c1) {
+  const GdrProblem& p = *cx.p;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t dk = p.key_dim, dvp = cx.dvp, cols = c1 - c0;
+  Gemm(2 * n, cols, dk, r.scaled, cx.dkp, st + c0, dvp, w.x + c0, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
+  SolveRows(n, c0, c1, dvp, r, w);
+  Gemm(n, cols, n, r.gram + n * C, C, w.vp + c0, dvp, w.x + n * dvp + c0, dvp, true, 1.0f,
+       Triangle::kLowerA);                                                    // O = X_bottom + P V'
+  Gemm(dk, cols, n, r.kt, C, w.ev + c0, dvp, st + c0, dvp, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + Kᵀ ev
+  const int64_t c_end = std::min(c1, p.value_dim), stride = p.out.strides[2];
+  for (int64_t i = 0; i < n; ++i) {
+    TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
+    const float* src = w.x + (n + i) * dvp;
+    int64_t c = c0;
+    if (stride == 1)
+      for (; c + N <= c_end; c += N) StoreF32(df, hn::LoadU(df, src + c), dst + c);
+    for (; c < c_end; ++c) StoreScalarF32(src[c], dst + c * stride);
+  }
+}
+
+// ---- staging the states ----
+
+template <class TS>
+TS* StateHead(const TensorView& v, int64_t b, int64_t h) {
+  return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1];
+}
+
+// Columns [c0, c1) of st = S0ᵀ of (b, h) in fp32 (columns >= Dv zero).
+template <class TS>
+void StageColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_t c0, int64_t c1, float* st) {
+  const TS* in = StateHead<TS>(p.state_in, b, h);
+  const int64_t dv = p.value_dim, r_end = std::min(c1, dv);
+  for (int64_t c = 0; c < p.key_dim; ++c) {
+    for (int64_t r = c0; r < r_end; ++r)
+      st[c * dvp + r] = LoadScalarF32(in + r * p.state_in.strides[2] + c * p.state_in.strides[3]);
+    for (int64_t r = std::max(c0, dv); r < c1; ++r) st[c * dvp + r] = 0.0f;
+  }
+}
+
+// Columns [c0, c1) of st (the final Sᵀ) rounded into finalState of (b, h).
+template <class TS>
+void StoreColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_t c0, int64_t c1, const float* st) {
+  TS* out = StateHead<TS>(p.state_out, b, h);
+  for (int64_t r = c0; r < std::min(c1, p.value_dim); ++r)
+    for (int64_t c = 0; c < p.key_dim; ++c)
+      StoreScalarF32(st[c * dvp + r], out + r * p.state_out.strides[2] + c * p.state_out.strides[3]);
+}
+
+// ---- items mode: a thread owns whole (sequence, head) items ----
+
+// Prefetches the rows of q, k, v that the chunk of head h reads (one head ahead: its rows are in other cache
+// lines of the pages just used, which the hardware prefetchers do not fetch).
 template <class TA>
 void PrefetchChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n) {
   const int64_t hk = h / p.heads_per_key_head();
@@ -392,75 +323,173 @@ void PrefetchChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n) {
   if (p.value.strides[2] == 1) rows(p.value, h, p.value_dim);
 }
 
-template <class TS>
-TS* StateHead(const TensorView& v, int64_t b, int64_t h) {
-  return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1];
-}
-
 // Value heads [h_begin, h_end) of sequence b: stage each S0ᵀ, run the chunks in order (chunks outermost, heads
 // inside, so a chunk's rows of q, k, v, out, which all heads share a few pages with, are read while hot), store
-// the final states.
+// the final states. `scratch` holds a pack scratch, one record, a pass scratch, then the staged states.
 template <class TA, class TS>
-void PrefillSequenceHeads(const GdrProblem& p, int64_t b, int64_t h_begin, int64_t h_end, const ChunkScratch& s) {
-  const int64_t dk = p.key_dim, dv = p.value_dim, dvp = s.dvp, state_floats = dk * dvp;
-  for (int64_t h = h_begin; h < h_end; ++h) {
-    const TS* in = StateHead<TS>(p.state_in, b, h);
-    float* st = s.staged + (h - h_begin) * state_floats;
-    for (int64_t c = 0; c < dk; ++c) {
-      for (int64_t r = 0; r < dv; ++r)
-        st[c * dvp + r] = LoadScalarF32(in + r * p.state_in.strides[2] + c * p.state_in.strides[3]);
-      for (int64_t r = dv; r < dvp; ++r) st[c * dvp + r] = 0.0f;
-    }
-  }
+void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h_end, float* scratch) {
+  const GdrProblem& p = *cx.p;
+  GdrPackScratch s;
+  GdrChunkRecord r;
+  GdrPassScratch w;
+  float* cursor = scratch + gdr_carve_pack(scratch, cx.dkp, &s);
+  cursor += gdr_carve_record(cursor, cx.dkp, cx.dvp, &r);
+  float* staged = cursor + gdr_carve_pass(cursor, cx.dvp, &w);
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.dvp);
+  for (int64_t h = h_begin; h < h_end; ++h)
+    StageColumns<TS>(p, cx.dvp, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
   const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
-  for (int64_t t0 = t_begin; t0 < t_end; t0 += kGdrChunk) {
-    const int64_t n = t_end - t0 < kGdrChunk ? t_end - t0 : kGdrChunk;
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += C) {
+    const int64_t n = std::min(C, t_end - t0);
     for (int64_t h = h_begin; h < h_end; ++h) {
       if (h + 1 < h_end) PrefetchChunk<TA>(p, h + 1, t0, n);
-      RunChunk<TA>(p, h, t0, n, s, s.staged + (h - h_begin) * state_floats);
+      PrepareChunk<TA>(cx, h, t0, n, s, r);
+      StatePass<TA>(cx, h, t0, n, r, w, staged + (h - h_begin) * state_floats, 0, cx.dvp);
     }
   }
-  for (int64_t h = h_begin; h < h_end; ++h) {
-    TS* out = StateHead<TS>(p.state_out, b, h);
-    const float* st = s.staged + (h - h_begin) * state_floats;
-    for (int64_t r = 0; r < dv; ++r)
-      for (int64_t c = 0; c < dk; ++c)
-        StoreScalarF32(st[c * dvp + r], out + r * p.state_out.strides[2] + c * p.state_out.strides[3]);
-  }
+  for (int64_t h = h_begin; h < h_end; ++h)
+    StoreColumns<TS>(p, cx.dvp, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
 }
 
-// Items are (sequence, value head) pairs, grouped by sequence.
+// Items [begin, end) of B x Nv (sequence-major), grouped by sequence.
 template <class TA, class TS>
-void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch) {
-  const GdrProblem& p = plan.problem;
-  ChunkScratch s = CarveScratch(p, scratch);
-  s.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
-  const int64_t nv = p.num_value_heads;
+void RunItems(const ChunkContext& cx, int64_t begin, int64_t end, float* scratch) {
+  const int64_t nv = cx.p->num_value_heads;
   for (int64_t item = begin; item < end;) {
     const int64_t b = item / nv, h_begin = item % nv;
-    const int64_t h_end = end - item < nv - h_begin ? h_begin + (end - item) : nv;
-    PrefillSequenceHeads<TA, TS>(p, b, h_begin, h_end, s);
+    const int64_t h_end = std::min(nv, h_begin + (end - item));
+    SequenceHeads<TA, TS>(cx, b, h_begin, h_end, scratch);
     item += h_end - h_begin;
   }
 }
 
+// ---- chunk mode: waves of chunks over all items ----
+
+// Runs fn(part, begin, end) for the plan's parts, part k over the balanced range k of [0, n).
+template <class Fn>
+void ForParts(int threads, int64_t n, const Fn& fn) {
+  parallel_for(threads, threads, [&](int64_t part_begin, int64_t part_end) {
+    for (int64_t part = part_begin; part < part_end; ++part) {
+      int64_t b, e;
+      balanced_range(n, threads, static_cast<int>(part), &b, &e);
+      if (b < e) fn(part, b, e);
+    }
+  });
+}
+
+int64_t ChunkCount(const GdrProblem& p, int64_t b) { return (p.seq_length(b) + C - 1) / C; }
+
+template <class TA, class TS>
+void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch, int64_t scratch_bytes,
+              float* shared) {
+  const GdrProblem& p = *cx.p;
+  const int64_t nv = p.num_value_heads, items = p.batch * nv, blocks = plan.column_blocks;
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.dvp);
+  GdrChunkRecord probe;
+  const int64_t record_floats = gdr_carve_record(nullptr, cx.dkp, cx.dvp, &probe);
+  float* staged = shared;
+  float* records = shared + items * state_floats;
+  auto columns = [&](int64_t block, int64_t* c0, int64_t* c1) {  // block of 16-column groups
+    balanced_range(cx.dvp / 16, static_cast<int>(blocks), static_cast<int>(block), c0, c1);
+    *c0 *= 16;
+    *c1 *= 16;
+  };
+  auto record = [&](int64_t slot) {
+    GdrChunkRecord r;
+    gdr_carve_record(records + slot * record_floats, cx.dkp, cx.dvp, &r);
+    return r;
+  };
+  ForParts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t c0, c1;
+      columns(u % blocks, &c0, &c1);
+      StageColumns<TS>(p, cx.dvp, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
+    }
+  });
+  int64_t max_chunks = 0;
+  for (int64_t b = 0; b < p.batch; ++b) max_chunks = std::max(max_chunks, ChunkCount(p, b));
+  std::vector<int64_t> unit_item, unit_chunk, first_slot(static_cast<size_t>(items)), active;
+  for (int64_t w0 = 0; w0 < max_chunks; w0 += plan.wave_chunks) {
+    const int64_t w1 = w0 + plan.wave_chunks;
+    unit_item.clear();
+    unit_chunk.clear();
+    active.clear();
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t chunks = ChunkCount(p, item / nv);
+      first_slot[item] = static_cast<int64_t>(unit_item.size());
+      if (chunks > w0) active.push_back(item);
+      for (int64_t c = w0; c < std::min(w1, chunks); ++c) {
+        unit_item.push_back(item);
+        unit_chunk.push_back(c);
+      }
+    }
+    // Phase one of every chunk of the wave.
+    ForParts(plan.threads, static_cast<int64_t>(unit_item.size()), [&](int64_t part, int64_t begin, int64_t end) {
+      GdrPackScratch s;
+      gdr_carve_pack(reinterpret_cast<float*>(thread_scratch + part * scratch_bytes), cx.dkp, &s);
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t b = unit_item[u] / nv, t0 = p.seq_start[b] + unit_chunk[u] * C;
+        PrepareChunk<TA>(cx, unit_item[u] % nv, t0, std::min(C, p.seq_start[b + 1] - t0), s, record(u));
+      }
+    });
+    // The state pass of the wave, per (active item, column block).
+    ForParts(plan.threads, static_cast<int64_t>(active.size()) * blocks, [&](int64_t part, int64_t begin,
+                                                                            int64_t end) {
+      GdrPackScratch s;
+      GdrPassScratch w;
+      float* base = reinterpret_cast<float*>(thread_scratch + part * scratch_bytes);
+      gdr_carve_pass(base + gdr_carve_pack(nullptr, cx.dkp, &s), cx.dvp, &w);
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t item = active[u / blocks], b = item / nv;
+        int64_t c0, c1;
+        columns(u % blocks, &c0, &c1);
+        for (int64_t c = w0; c < std::min(w1, ChunkCount(p, b)); ++c) {
+          const int64_t t0 = p.seq_start[b] + c * C;
+          StatePass<TA>(cx, item % nv, t0, std::min(C, p.seq_start[b + 1] - t0), record(first_slot[item] + c - w0),
+                        w, staged + item * state_floats, c0, c1);
+        }
+      }
+    });
+  }
+  ForParts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t c0, c1;
+      columns(u % blocks, &c0, &c1);
+      StoreColumns<TS>(p, cx.dvp, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
+    }
+  });
+}
+
+template <class TA, class TS>
+void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, float* shared) {
+  ChunkContext cx;
+  cx.p = &plan.problem;
+  cx.dkp = gdr_pad16(plan.problem.key_dim);
+  cx.dvp = gdr_pad16(plan.problem.value_dim);
+  cx.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
+  if (plan.split_chunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
+  ForParts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
+    RunItems<TA, TS>(cx, plan.part_start[part], plan.part_start[part + 1],
+                     reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));
+  });
+}
+
 template <class TS>
-void RunItemsState(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch) {
+void RunState(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, float* shared) {
   switch (plan.problem.query.dtype) {
-    case DType::kBF16: return RunItemsTyped<hwy::bfloat16_t, TS>(plan, begin, end, scratch);
-    case DType::kF16: return RunItemsTyped<hwy::float16_t, TS>(plan, begin, end, scratch);
-    default: return RunItemsTyped<float, TS>(plan, begin, end, scratch);
+    case DType::kBF16: return RunTyped<hwy::bfloat16_t, TS>(plan, thread_scratch, scratch_bytes, shared);
+    case DType::kF16: return RunTyped<hwy::float16_t, TS>(plan, thread_scratch, scratch_bytes, shared);
+    default: return RunTyped<float, TS>(plan, thread_scratch, scratch_bytes, shared);
   }
 }
 
 }  // namespace
 
-void GdrChunkedRunItems(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot) {
-  (void)snapshot;
+void GdrChunkedRun(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, float* shared) {
   if (plan.problem.state_in.dtype == DType::kBF16) {
-    RunItemsState<hwy::bfloat16_t>(plan, begin, end, scratch);
+    RunState<hwy::bfloat16_t>(plan, thread_scratch, scratch_bytes, shared);
   } else {
-    RunItemsState<float>(plan, begin, end, scratch);
+    RunState<float>(plan, thread_scratch, scratch_bytes, shared);
   }
 }
 
@@ -472,13 +501,6 @@ HWY_AFTER_NAMESPACE();
 #include "core/isa_dispatch.h"
 
 namespace txops {
-GdrRunItemsFn* select_gdr_chunked_run_items(Isa isa) { return TXOPS_SELECT_KERNEL(isa, GdrChunkedRunItems); }
-
-int64_t gdr_chunked_scratch_floats(int64_t key_dim, int64_t value_dim, int64_t staged_heads) {
-  auto pad = [](int64_t n) { return (n + 15) / 16 * 16; };
-  const int64_t C = kGdrChunk, dkp = pad(key_dim), dvp = pad(value_dim);
-  return staged_heads * key_dim * dvp + 2 * pad(2 * C * dkp) + pad(dkp * C) + pad(C * dvp) + pad(2 * C * dvp) +
-         pad(2 * C * C) + 2 * pad(C * dvp) + 3 * pad(C) + pad(2 * C) + 2 * pad(C * dkp);
-}
+GdrChunkedRunFn* select_gdr_chunked_run(Isa isa) { return TXOPS_SELECT_KERNEL(isa, GdrChunkedRun); }
 }  // namespace txops
 #endif

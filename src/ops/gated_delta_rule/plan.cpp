@@ -1,8 +1,11 @@
 // plan.cpp — phase one of both gated-delta-rule operators: validate, then plan (ISA kernel, row layout,
-// partition over (sequence, value head), workspace = per-thread fp32 scratch + the decode start-state snapshot
-// when slots conflict), producing a PreparedOp whose run() executes the plan (TXOPS_VERBOSE names the kernel).
-// Prefill chooses the chunked or the recurrent kernel per shape (README.md, "Kernels"); TXOPS_GDR_KERNEL
-// overrides the choice for tests and benchmarks.
+// partition of the (sequence, value head) items over threads weighted by their tokens, workspace = per-thread
+// fp32 scratch + the chunk-mode records and states + the decode start-state snapshot when slots conflict),
+// producing a PreparedOp whose run() executes the plan (TXOPS_VERBOSE names the kernel and the mode).
+// Prefill chooses the chunked or the recurrent kernel per shape (README.md, "Kernels"), and for the chunked
+// kernel items mode or chunk mode (parallel over chunks) by the balance of the items over the threads;
+// TXOPS_GDR_KERNEL and TXOPS_GDR_SPLIT override the choices for tests and benchmarks.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +16,7 @@
 #include "core/parallel.h"
 #include "core/status.h"
 #include "core/verbose.h"
+#include "ops/gated_delta_rule/chunked_layout.h"
 #include "ops/gated_delta_rule/kernels.h"
 #include "ops/gated_delta_rule/prepare.h"
 
@@ -38,20 +42,30 @@ const char* kernel_name(const GdrPlan& plan) {
 }
 
 PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) {
-  GdrRunItemsFn* run_items = plan->chunked ? select_gdr_chunked_run_items(isa) : select_gdr_run_items(isa);
+  GdrRunItemsFn* run_items = plan->chunked ? nullptr : select_gdr_run_items(isa);
+  GdrChunkedRunFn* run_chunked = plan->chunked ? select_gdr_chunked_run(isa) : nullptr;
   GdrSnapshotFn* snapshot_fn = select_gdr_snapshot(isa);
   const int64_t scratch_bytes = align_up(plan->scratch_floats * static_cast<int64_t>(sizeof(float)));
+  const int64_t shared_bytes = align_up(plan->shared_floats * static_cast<int64_t>(sizeof(float)));
   PreparedOp op;
-  op.workspace_bytes = static_cast<uint64_t>(kAlign + scratch_bytes * plan->threads + align_up(plan->snapshot_bytes));
-  op.run = [plan, run_items, snapshot_fn, scratch_bytes, isa, op_name](void* workspace) -> Status {
+  op.workspace_bytes =
+      static_cast<uint64_t>(kAlign + scratch_bytes * plan->threads + shared_bytes + align_up(plan->snapshot_bytes));
+  op.run = [plan, run_items, run_chunked, snapshot_fn, scratch_bytes, shared_bytes, isa,
+            op_name](void* workspace) -> Status {
     std::string details;
     if (verbose()) {
       const GdrProblem& p = plan->problem;
-      char buf[256];
+      char mode[64] = "";
+      if (plan->chunked && plan->split_chunks)
+        std::snprintf(mode, sizeof(mode), " mode=chunks(waves of %" PRId64 ", %" PRId64 " column blocks)",
+                      plan->wave_chunks, plan->column_blocks);
+      else if (plan->chunked)
+        std::snprintf(mode, sizeof(mode), " mode=items");
+      char buf[320];
       std::snprintf(buf, sizeof(buf),
-                    "kernel=%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
+                    "kernel=%s%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
                     " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s%s",
-                    kernel_name(*plan), isa_name(isa), plan->threads, p.num_tokens, p.batch, p.num_key_heads,
+                    kernel_name(*plan), mode, isa_name(isa), plan->threads, p.num_tokens, p.batch, p.num_key_heads,
                     p.num_value_heads, p.key_dim, p.value_dim, dtype_name(p.query.dtype),
                     dtype_name(p.state_in.dtype), plan->heads_only ? " slot-conflicts:heads-only" : "");
       details = buf;
@@ -59,8 +73,12 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
     VerboseTimer timer(op_name, std::move(details));
     char* base = static_cast<char*>(workspace);
     base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
-    char* snapshot = plan->snapshot_bytes > 0 ? base + scratch_bytes * plan->threads : nullptr;
     const GdrPlan& pl = *plan;
+    if (run_chunked != nullptr) {
+      run_chunked(pl, base, scratch_bytes, reinterpret_cast<float*>(base + scratch_bytes * pl.threads));
+      return Status();
+    }
+    char* snapshot = pl.snapshot_bytes > 0 ? base + scratch_bytes * pl.threads + shared_bytes : nullptr;
     if (snapshot != nullptr) {
       const int64_t pairs = pl.problem.batch * pl.problem.num_value_heads;
       parallel_for(pl.threads, pl.threads, [&](int64_t part_begin, int64_t part_end) {
@@ -73,15 +91,92 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
     }
     // Parts are fixed by the plan (not by how many threads OpenMP gives); each owns one scratch area.
     parallel_for(pl.threads, pl.threads, [&](int64_t part_begin, int64_t part_end) {
-      for (int64_t part = part_begin; part < part_end; ++part) {
-        int64_t b, e;
-        balanced_range(pl.items, pl.threads, static_cast<int>(part), &b, &e);
-        run_items(pl, b, e, reinterpret_cast<float*>(base + scratch_bytes * part), snapshot);
-      }
+      for (int64_t part = part_begin; part < part_end; ++part)
+        run_items(pl, pl.part_start[part], pl.part_start[part + 1], reinterpret_cast<float*>(base + scratch_bytes * part),
+                  snapshot);
     });
     return Status();
   };
   return op;
+}
+
+// The cost of each item in token units, for the partition: its tokens plus a share for staging its state
+// (prefill), or its tokens plus one (decode). Heads-only decode items (heads) cost the same.
+std::vector<int64_t> item_costs(const GdrPlan& plan) {
+  const GdrProblem& p = plan.problem;
+  std::vector<int64_t> costs(static_cast<size_t>(plan.items), 1);
+  if (plan.heads_only) return costs;
+  const int64_t stage_cost = p.decode ? 1 : 16;
+  for (int64_t item = 0; item < plan.items; ++item) costs[item] = p.seq_length(item / p.num_value_heads) + stage_cost;
+  return costs;
+}
+
+// Contiguous item ranges of near-equal cost, one per thread (`part_start` gets threads + 1 entries); returns the
+// largest part's cost.
+int64_t partition_items(const std::vector<int64_t>& costs, int threads, std::vector<int64_t>* part_start) {
+  const int64_t n = static_cast<int64_t>(costs.size());
+  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
+  for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
+  part_start->assign(static_cast<size_t>(threads) + 1, n);
+  (*part_start)[0] = 0;
+  int64_t largest = 0;
+  for (int k = 1; k <= threads; ++k) {
+    int64_t end = n;
+    if (k < threads) {  // the boundary nearest to k/threads of the total cost
+      const int64_t target = prefix[n] * k / threads;
+      end = std::lower_bound(prefix.begin(), prefix.end(), target) - prefix.begin();
+      if (end > 0 && target - prefix[end - 1] < prefix[end] - target) --end;
+      end = std::max(end, (*part_start)[k - 1]);
+    }
+    (*part_start)[k] = end;
+    largest = std::max(largest, prefix[end] - prefix[(*part_start)[k - 1]]);
+  }
+  return largest;
+}
+
+// Chunk mode (parallel over chunks) for the chunked kernel: TXOPS_GDR_SPLIT=chunks|items forces it on or off;
+// otherwise it runs when items mode would leave the threads more than 20 % out of balance (few or unequal
+// items), the staged states of all items fit in 64 MiB, and there are at least two chunks.
+void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest) {
+  const GdrProblem& p = plan->problem;
+  const int max_threads = num_threads();
+  const int64_t dkp = gdr_pad16(p.key_dim), dvp = gdr_pad16(p.value_dim);
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, dvp);
+  int64_t chunks = 0, total_cost = 0;
+  for (int64_t b = 0; b < p.batch; ++b) chunks += (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk * p.num_value_heads;
+  for (int64_t c : item_costs(*plan)) total_cost += c;
+  const char* env = std::getenv("TXOPS_GDR_SPLIT");
+  bool split = false;
+  if (env != nullptr && std::strcmp(env, "chunks") == 0) {
+    split = true;
+  } else if (env == nullptr || std::strcmp(env, "items") != 0) {
+    split = max_threads > 1 && chunks >= 2 && plan->items * state_floats * 4 <= (int64_t{64} << 20) &&
+            items_mode_largest * max_threads > total_cost * 6 / 5;
+  }
+  if (!split) return;
+  plan->split_chunks = true;
+  plan->threads = max_threads;
+  const int64_t items = plan->items, threads = max_threads, groups = dvp / 16;
+  // Column blocks: the fewest that split items x blocks over the threads at least 90 % evenly (else the best).
+  int64_t best = 1;
+  double best_eff = 0.0;
+  for (int64_t blocks = std::min(groups, (threads + items - 1) / items); blocks <= groups; ++blocks) {
+    const int64_t units = items * blocks;
+    const double eff = static_cast<double>(units) / (threads * ((units + threads - 1) / threads));
+    if (eff > best_eff + 1e-9) best = blocks, best_eff = eff;
+    if (eff >= 0.9) break;
+  }
+  plan->column_blocks = best;
+  GdrChunkRecord r;
+  const int64_t record_floats = gdr_carve_record(nullptr, dkp, dvp, &r);
+  // Waves: about 4 chunks per thread for phase one, at most 32 per item, records within 16 MiB.
+  int64_t wave = std::min<int64_t>(32, (4 * threads + items - 1) / items);
+  wave = std::max<int64_t>(1, std::min(wave, (int64_t{16} << 20) / (4 * record_floats * items)));
+  plan->wave_chunks = wave;
+  plan->shared_floats = items * state_floats + items * wave * record_floats;
+  GdrPackScratch s;
+  GdrPassScratch w;
+  plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dvp, &w);
 }
 
 void plan_common(GdrPlan* plan, Isa isa) {
@@ -90,24 +185,36 @@ void plan_common(GdrPlan* plan, Isa isa) {
   const int64_t dkp = plan->layout.key_dim_padded, dv = p.value_dim, tb = kGdrTokenBlock;
   auto rounded = [](int64_t f) { return (f + 15) / 16 * 16; };
   plan->threads = plan_threads(plan->items, work_items_min(p));
+  const int64_t largest = partition_items(item_costs(*plan), plan->threads, &plan->part_start);
   // Prefill stages the fp32 states of every head a thread owns in one sequence (at most Nv, at most its items).
-  const int64_t items_per_thread = (plan->items + plan->threads - 1) / plan->threads;
-  const int64_t staged_heads = p.decode ? 1 : (items_per_thread < p.num_value_heads ? items_per_thread + 1 : p.num_value_heads);
-  plan->scratch_floats = plan->chunked ? gdr_chunked_scratch_floats(p.key_dim, dv, staged_heads)
-                                       : 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
+  int64_t most_items = 0;
+  for (int k = 0; k < plan->threads; ++k)
+    most_items = std::max(most_items, plan->part_start[k + 1] - plan->part_start[k]);
+  const int64_t staged_heads = p.decode ? 1 : std::min(most_items, p.num_value_heads);
+  if (plan->chunked) {
+    const int64_t dkp16 = gdr_pad16(p.key_dim), dvp16 = gdr_pad16(dv);
+    GdrPackScratch s;
+    GdrChunkRecord r;
+    GdrPassScratch w;
+    plan->scratch_floats = gdr_carve_pack(nullptr, dkp16, &s) + gdr_carve_record(nullptr, dkp16, dvp16, &r) +
+                           gdr_carve_pass(nullptr, dvp16, &w) +
+                           staged_heads * gdr_staged_state_floats(p.key_dim, dvp16);
+    plan_chunk_mode(plan, largest);
+  } else {
+    plan->scratch_floats = 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
+  }
 }
 
 // Prefill kernel choice. TXOPS_GDR_KERNEL=chunked|recurrent forces one (tests, benchmarks); otherwise (unset,
 // "auto", anything else) the measured rule of README.md "Kernels": chunked on AVX2 and AVX3 when the sequences
 // average at least one chunk (shorter ones are dominated by staging the state, which the recurrent kernel does
-// faster) and the recurrent kernel has no token-major fast path or the ISA is AVX2 (AVX3 with Dk <= 128: the
-// recurrent kernel is as fast or faster).
+// faster). The rule reads the shape only, never the thread count, so the bits do not depend on the threads;
+// chunk mode (parallel over chunks) then needs the chunked kernel.
 bool choose_chunked(const GdrProblem& p, Isa isa) {
   const char* env = std::getenv("TXOPS_GDR_KERNEL");
   if (env != nullptr && std::strcmp(env, "chunked") == 0) return true;
   if (env != nullptr && std::strcmp(env, "recurrent") == 0) return false;
-  if (isa == Isa::kScalar || p.num_tokens < kGdrChunk * p.batch) return false;
-  return isa == Isa::kAvx2 || !select_gdr_layout(isa)(p.key_dim).token_major;
+  return isa != Isa::kScalar && p.num_tokens >= kGdrChunk * p.batch;
 }
 
 }  // namespace

@@ -1,0 +1,97 @@
+// chunked_layout.h — the memory of the chunked prefill kernel, shared by the planner (sizes) and the kernels
+// (pointers): a thread's packing scratch, a chunk record (what phase one of a chunk hands to the state pass),
+// a thread's state-pass scratch, a staged state. One carve function per block, used both ways (with a null base
+// it only counts), so the sizes the plan reserves and the pointers the kernels use cannot disagree.
+#ifndef TXOPS_OPS_GATED_DELTA_RULE_CHUNKED_LAYOUT_H_
+#define TXOPS_OPS_GATED_DELTA_RULE_CHUNKED_LAYOUT_H_
+
+#include <cstdint>
+
+#include "ops/gated_delta_rule/kernels.h"
+
+namespace txops {
+
+inline int64_t gdr_pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// Hands out 64-byte aligned arrays (when the base is) from a float cursor; with a null base it only counts.
+class GdrCarver {
+ public:
+  explicit GdrCarver(float* base) : base_(base) {}
+  float* take(int64_t floats) {
+    float* at = base_ == nullptr ? nullptr : base_ + used_;
+    used_ += gdr_pad16(floats);
+    return at;
+  }
+  int64_t used() const { return used_; }
+
+ private:
+  float* base_;
+  int64_t used_ = 0;
+};
+
+// Phase one's packing scratch (one per thread). C = kGdrChunk; dkp, dvp: Dk, Dv rounded up to 16.
+struct GdrPackScratch {
+  float* kq = nullptr;       // 2C x dkp: K rows [0, n), Q rows [n, 2n), widened inputs
+  float* beta = nullptr;     // C
+  float* gamma = nullptr;    // C: e^G
+  float* diff = nullptr;     // C: G_i - G_j of one row (j <= i), 0 beyond
+  double* cum = nullptr;     // C: G = cumsum(g), restarted per chunk
+  uint16_t* kq16 = nullptr;  // 2C x dkp: [K; Q] as bf16 bits (vdpbf16ps grams)
+  uint16_t* kt16 = nullptr;  // dkp/2 x C x 2: Kᵀ in column pairs, the vdpbf16ps operand layout
+};
+
+inline int64_t gdr_carve_pack(float* base, int64_t dkp, GdrPackScratch* s) {
+  constexpr int64_t C = kGdrChunk;
+  GdrCarver c(base);
+  s->kq = c.take(2 * C * dkp);
+  s->beta = c.take(C);
+  s->gamma = c.take(C);
+  s->diff = c.take(C);
+  s->cum = reinterpret_cast<double*>(c.take(2 * C));
+  s->kq16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));
+  s->kt16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));
+  return c.used();
+}
+
+// One chunk after phase one: everything the sequential state pass reads (n <= C tokens).
+struct GdrChunkRecord {
+  float* scaled = nullptr;  // 2C x dkp: β⊙e^G⊙K rows [0, n), e^G⊙Q·scale rows [n, 2n)
+  float* kt = nullptr;      // dkp x C: Kᵀ (columns >= n zero)
+  float* bv = nullptr;      // C x dvp: β⊙V
+  float* gram = nullptr;    // 2C x C: A rows [0, n), P rows [n, 2n)
+  float* decay = nullptr;   // C + 1: e^{G_last - G_i}, then e^{G_last} at [C]
+};
+
+inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkRecord* r) {
+  constexpr int64_t C = kGdrChunk;
+  GdrCarver c(base);
+  r->scaled = c.take(2 * C * dkp);
+  r->kt = c.take(dkp * C);
+  r->bv = c.take(C * dvp);
+  r->gram = c.take(2 * C * C);
+  r->decay = c.take(C + 1);
+  return c.used();
+}
+
+// The state pass's scratch (one per thread); a column block [c0, c1) uses those columns of each array.
+struct GdrPassScratch {
+  float* x = nullptr;   // 2C x dvp: X = [β⊙e^G⊙K ; e^G⊙Q·scale] Sᵀ, then O in rows [n, 2n)
+  float* vp = nullptr;  // C x dvp: V'
+  float* ev = nullptr;  // C x dvp: e^{G_last - G} ⊙ V'
+};
+
+inline int64_t gdr_carve_pass(float* base, int64_t dvp, GdrPassScratch* s) {
+  constexpr int64_t C = kGdrChunk;
+  GdrCarver c(base);
+  s->x = c.take(2 * C * dvp);
+  s->vp = c.take(C * dvp);
+  s->ev = c.take(C * dvp);
+  return c.used();
+}
+
+// A staged state: Sᵀ in fp32, Dk rows of dvp floats.
+inline int64_t gdr_staged_state_floats(int64_t key_dim, int64_t dvp) { return gdr_pad16(key_dim * dvp); }
+
+}  // namespace txops
+
+#endif  // TXOPS_OPS_GATED_DELTA_RULE_CHUNKED_LAYOUT_H_

@@ -1,0 +1,165 @@
+// gdr_chunk_parallel_test.cpp — the chunked prefill kernel's chunk mode (parallel over chunks: phase one of a wave
+// of chunks on all threads, then the state pass over (sequence, head, Dv column block)) and the token-weighted
+// partition of items mode. Chunk mode (forced with TXOPS_GDR_SPLIT=chunks) is checked against the fp64 oracle on
+// every ISA, and for bit identity with items mode on 1 thread over 1..4 threads (several waves, column blocks
+// that split a vector group, ragged batches with empty sequences, fewer items than threads); the planner's own
+// choice is checked through TXOPS_VERBOSE.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/gdr_problem.h"
+
+namespace gdrtest {
+namespace {
+
+using txops::DType;
+using txops::Isa;
+
+constexpr int32_t kChunk = 64;
+
+std::vector<PrefillConfig> chunk_mode_configs() {
+  std::vector<PrefillConfig> configs;
+  PrefillConfig c;
+  c.lengths = {20 * kChunk + 17};  // one item: many waves, every column block of one state
+  c.dk = 32, c.dv = 50;            // Dv padded to 64: four 16-column groups, the last one partly padding
+  configs.push_back(c);
+  c.lengths = {3 * kChunk + 5, 0, kChunk, 1, 0, 2 * kChunk};  // ragged, empty sequences, items ending early
+  c.nk = 1, c.nv = 2, c.dk = 24, c.dv = 40;
+  c.state = DType::kBF16;
+  c.seed = 2;
+  configs.push_back(c);
+  c.lengths = {kChunk - 1};  // a single partial chunk
+  c.nk = 1, c.nv = 3, c.dk = 16, c.dv = 16;
+  c.act = DType::kF32;
+  c.state = DType::kF32;
+  c.seed = 3;
+  configs.push_back(c);
+  c.lengths = {2 * kChunk + 9, 70};  // wide heads: Dv = 256 in sixteen column groups
+  c.nk = 1, c.nv = 1, c.dk = 128, c.dv = 256;
+  c.act = DType::kBF16;
+  c.with_g = false;
+  c.seed = 4;
+  configs.push_back(c);
+  return configs;
+}
+
+TEST(GdrChunkParallel, ChunkModeMatchesTheOracle) {
+  EnvScope split("TXOPS_GDR_SPLIT", "chunks");
+  for (const PrefillConfig& config : chunk_mode_configs()) {
+    PrefillProblem problem(config);
+    std::vector<double> out_ref, state_ref;
+    problem.reference(&out_ref, &state_ref);
+    for (Isa isa : isas_to_test()) {
+      PrefillVariantScope scope({"chunked", isa});
+      ThreadsScope threads(3);
+      SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
+      const txops::Status st = problem.run();
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "chunk mode out", nullptr));
+      EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "chunk mode state", nullptr));
+    }
+  }
+}
+
+// Chunk mode runs the functions items mode runs, on the same data, a column block with the arithmetic of the
+// whole row: the bits equal items mode's on one thread, for any thread count.
+TEST(GdrChunkParallel, ChunkModeBitIdenticalToItemsMode) {
+  for (const PrefillConfig& config : chunk_mode_configs()) {
+    PrefillProblem problem(config);
+    for (Isa isa : isas_to_test()) {
+      PrefillVariantScope scope({"chunked", isa});
+      SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
+      std::vector<uint8_t> out_items, state_items;
+      {
+        EnvScope split("TXOPS_GDR_SPLIT", "items");
+        ThreadsScope threads(1);
+        ASSERT_TRUE(problem.run().ok());
+        out_items = problem.out.bytes;
+        state_items = problem.final_state.bytes;
+      }
+      EnvScope split("TXOPS_GDR_SPLIT", "chunks");
+      for (int n : {1, 2, 3, 4}) {
+        ThreadsScope threads(n);
+        std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+        std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
+        ASSERT_TRUE(problem.run().ok());
+        EXPECT_TRUE(problem.out.bytes == out_items) << "out differs, chunk mode on " << n << " threads";
+        EXPECT_TRUE(problem.final_state.bytes == state_items) << "finalState differs, chunk mode on " << n
+                                                              << " threads";
+      }
+    }
+  }
+}
+
+// The planner's choice (no TXOPS_GDR_SPLIT): bits never depend on the thread count, whichever mode it takes.
+TEST(GdrChunkParallel, AutoModeBitIdenticalForOneToFourThreads) {
+  EnvScope split("TXOPS_GDR_SPLIT", nullptr);
+  for (const PrefillConfig& config : chunk_mode_configs()) {
+    PrefillProblem problem(config);
+    for (Isa isa : isas_to_test()) {
+      PrefillVariantScope scope({"chunked", isa});
+      SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
+      expect_bit_identical_across_threads(problem);
+    }
+  }
+}
+
+std::string verbose_log(PrefillProblem& problem) {
+  const bool was_verbose = txops::verbose();
+  txops::set_verbose(true);
+  ::testing::internal::CaptureStderr();
+  const txops::Status st = problem.run();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  txops::set_verbose(was_verbose);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return log;
+}
+
+// Few items (one sequence, one head) spread over the threads by chunks; many equal items stay in items mode;
+// one thread never splits.
+TEST(GdrChunkParallel, PlannerSplitsChunksWhenItemsCannotBalance) {
+  EnvScope split("TXOPS_GDR_SPLIT", nullptr);
+  PrefillVariantScope scope({"chunked", txops::active_isa()});
+  PrefillConfig few;
+  few.lengths = {5 * kChunk};
+  PrefillProblem one_item(few);
+  {
+    ThreadsScope threads(2);
+    const std::string log = verbose_log(one_item);
+    EXPECT_NE(log.find("mode=chunks"), std::string::npos) << log;
+  }
+  {
+    ThreadsScope threads(1);
+    const std::string log = verbose_log(one_item);
+    EXPECT_NE(log.find("mode=items"), std::string::npos) << log;
+  }
+  PrefillConfig many = few;
+  many.lengths = {2 * kChunk, 2 * kChunk};
+  many.nk = 2, many.nv = 4;
+  PrefillProblem eight_items(many);
+  ThreadsScope threads(2);
+  const std::string log = verbose_log(eight_items);
+  EXPECT_NE(log.find("mode=items"), std::string::npos) << log;
+}
+
+// Ragged lengths: items mode splits by tokens, not by item count (one long sequence and seven short ones on two
+// threads stay in items mode, each thread near half the tokens) — the result is checked, the mode is logged.
+TEST(GdrChunkParallel, RaggedBatchMatchesTheOracleOnTwoThreads) {
+  EnvScope split("TXOPS_GDR_SPLIT", nullptr);
+  PrefillConfig c;
+  c.lengths = {9 * kChunk, 3, 17, 64, 1, 0, 40, 90};
+  c.nk = 2, c.nv = 4, c.dk = 16, c.dv = 24;
+  PrefillProblem problem(c);
+  std::vector<double> out_ref, state_ref;
+  problem.reference(&out_ref, &state_ref);
+  PrefillVariantScope scope({"chunked", txops::active_isa()});
+  ThreadsScope threads(2);
+  ASSERT_TRUE(problem.run().ok());
+  EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "ragged out", nullptr));
+  EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "ragged state", nullptr));
+}
+
+}  // namespace
+}  // namespace gdrtest
