@@ -143,6 +143,24 @@ TEST(GdrDecode, PerKeyDecayGk) {
   }
 }
 
+// One token per sequence with rows wider than the register kernels (AVX2: Dk > 64; SCALAR: any): the two-pass
+// wide-row kernel, with an odd number of vectors per row and a row count that leaves a partial block of rows.
+TEST(GdrDecode, OneTokenWideRowsOddShapes) {
+  struct Shape { int64_t dk, dv; };
+  for (Shape s : {Shape{72, 13}, Shape{136, 6}, Shape{256, 1}}) {
+    for (bool with_gk : {false, true}) {
+      DecodeConfig c;
+      c.lengths = {1, 1, 1};
+      c.state_indices = {4, 0, 2};
+      c.num_slots = 5;
+      c.nk = 1, c.nv = 2, c.dk = s.dk, c.dv = s.dv;
+      c.state = with_gk ? DType::kF32 : DType::kBF16;
+      c.with_gk = with_gk;
+      check_against_reference(c);
+    }
+  }
+}
+
 TEST(GdrDecode, HeadRatiosAndOddDims) {
   struct Shape { int64_t nk, nv, dk, dv; };
   for (Shape s : {Shape{1, 8, 5, 31}, Shape{3, 6, 31, 5}, Shape{4, 4, 50, 96}, Shape{1, 2, 96, 50},

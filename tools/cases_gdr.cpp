@@ -1,5 +1,6 @@
 // cases_gdr.cpp — the gated delta rule suites of shared/performance.md as bench cases: qwen3-next-prefill
-// (ChunkGatedDeltaRule, Nk=16, Nv=32, Dk=Dv=128: one sequence of T, B equal sequences, B ragged ones) and
+// (ChunkGatedDeltaRule, Nk=16, Nv=32, Dk=Dv=128: one sequence of T, B equal sequences, B ragged ones; and one
+// sequence on one head, Nk=Nv=1, the chunk-parallel case) and
 // qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool). bf16 by default (q, k,
 // v, beta, out and the states share the dtype; g is fp32); fp32 on request.
 // FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm. Bytes: every input and output once;
@@ -194,8 +195,11 @@ std::unique_ptr<BenchCase> make_case(const CaseSpec& spec, const Dims& dims) {
 std::vector<CaseSpec> gdr_suites(bool quick) {
   std::vector<CaseSpec> specs;
   for (DType dt : {DType::kBF16, DType::kF32}) {
-    struct Prefill { const char* variant; int64_t T, B; };
-    const Prefill prefill[] = {{"one_sequence", 8192, 1}, {"equal", 8192, 8}, {"ragged", 8192, 8}};
+    // one_head: one sequence on one head (a tensor-parallel shard at its smallest), which only the chunk-parallel
+    // mode of the chunked kernel spreads over threads.
+    struct Prefill { const char* variant; int64_t T, B, Nk, Nv; };
+    const Prefill prefill[] = {{"one_sequence", 8192, 1, 16, 32}, {"equal", 8192, 8, 16, 32},
+                               {"ragged", 8192, 8, 16, 32}, {"one_head", 8192, 1, 1, 1}};
     for (const Prefill& p : prefill) {
       CaseSpec s;
       s.suite = "qwen3-next-prefill";
@@ -204,8 +208,9 @@ std::vector<CaseSpec> gdr_suites(bool quick) {
       s.variant = p.variant;
       s.dtype = dt;
       s.optional_dtype = dt != DType::kBF16;
-      s.dims = quick ? Dims{{"T", 160}, {"B", p.B}, {"Nk", 2}, {"Nv", 4}, {"Dk", 32}, {"Dv", 32}}
-                     : Dims{{"T", p.T}, {"B", p.B}, {"Nk", 16}, {"Nv", 32}, {"Dk", 128}, {"Dv", 128}};
+      s.dims = quick ? Dims{{"T", 160}, {"B", p.B}, {"Nk", std::min<int64_t>(p.Nk, 2)}, {"Nv", std::min<int64_t>(p.Nv, 4)},
+                            {"Dk", 32}, {"Dv", 32}}
+                     : Dims{{"T", p.T}, {"B", p.B}, {"Nk", p.Nk}, {"Nv", p.Nv}, {"Dk", 128}, {"Dv", 128}};
       s.make = make_case<ChunkGdrCase>;
       specs.push_back(s);
     }

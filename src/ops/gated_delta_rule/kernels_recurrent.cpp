@@ -381,6 +381,59 @@ __attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBf16Insn(con
 }
 #endif
 
+// Decode, one token, rows wider than the register budget (AVX2 with Dk > 64; SCALAR): k and q are read from L1,
+// and each row is read twice — the dot products, then the update from the copy the first pass left in L1 — and
+// written once, so the state traffic is still one read and one write per row. Rows go in blocks of kRows: the dot
+// products of the block, then its updates, so the reduction latency of one row overlaps the others' work (one row
+// at a time: the same speed on Zen 3 within noise; the bf16 conversions bound it there, ~130 cycles per 128-wide
+// bf16 row, software prefetch of later rows changed nothing).
+template <bool kVectorDecay, class TS, int kRows>
+HWY_INLINE void OneTokenWideBlock(const TokenPack& tp, int64_t vectors, int64_t r0, const TS* s_in, int64_t in_stride,
+                                  TS* s_out, int64_t out_stride) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
+  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  VF acc_k[kRows], acc_q[kRows];
+  for (int i = 0; i < kRows; ++i) acc_k[i] = acc_q[i] = hn::Zero(df);
+  for (int64_t j = 0; j < vectors; ++j) {
+    const VF k = hn::LoadU(df, dot_k + j * N), q = hn::LoadU(df, dot_q + j * N);
+    for (int i = 0; i < kRows; ++i) {
+      const VF sv = LoadF32(df, s_in + (r0 + i) * in_stride + j * N);
+      acc_k[i] = hn::MulAdd(sv, k, acc_k[i]);
+      acc_q[i] = hn::MulAdd(sv, q, acc_q[i]);
+    }
+  }
+  VF cv[kRows];
+  for (int i = 0; i < kRows; ++i) {
+    const float sk = alpha * hn::GetLane(hn::SumOfLanes(df, acc_k[i]));
+    const float sq = alpha * hn::GetLane(hn::SumOfLanes(df, acc_q[i]));
+    const float c = tp.beta[0] * (tp.value[r0 + i] - sk);
+    tp.out[r0 + i] = sq + c * tp.key_dot_query[0];
+    cv[i] = hn::Set(df, c);
+  }
+  const VF alpha_v = hn::Set(df, alpha);
+  for (int64_t j = 0; j < vectors; ++j) {
+    const VF k = hn::LoadU(df, tp.key + j * N);
+    const VF decay = kVectorDecay ? hn::LoadU(df, tp.decay + j * N) : alpha_v;
+    for (int i = 0; i < kRows; ++i) {
+      const VF sv = LoadF32(df, s_in + (r0 + i) * in_stride + j * N);
+      StoreF32(df, hn::MulAdd(cv[i], k, hn::Mul(sv, decay)), s_out + (r0 + i) * out_stride + j * N);
+    }
+  }
+}
+
+template <bool kVectorDecay, class TS>
+HWY_NOINLINE void OneTokenWideRows(const TokenPack& tp, int64_t vectors, const TS* s_in, int64_t in_stride,
+                                   TS* s_out, int64_t out_stride) {
+  constexpr int kRows = 4;
+  int64_t r = 0;
+  for (; r + kRows <= tp.dv; r += kRows)
+    OneTokenWideBlock<kVectorDecay, TS, kRows>(tp, vectors, r, s_in, in_stride, s_out, out_stride);
+  for (; r < tp.dv; ++r) OneTokenWideBlock<kVectorDecay, TS, 1>(tp, vectors, r, s_in, in_stride, s_out, out_stride);
+}
+
 template <class TS>
 void OneTokenTokens(int64_t vectors, bool bf16_insn, const TokenPack& tp, const TS* s_in, int64_t in_stride,
                     TS* s_out, int64_t out_stride) {
@@ -563,6 +616,17 @@ void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratc
     if (t_end - t_begin == 1 && plan.layout.token_major) {
       OneTokenTokens<TS>(plan.layout.vectors_per_row, plan.avx512_bf16, tp, start.base, start.row_stride, token_out[0],
                          p.state_out.strides[2]);
+      StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
+      return;
+    }
+    if (plan.layout.register_rows == 0) {  // wide rows: the plan allows one token per sequence only
+      if (tp.decay) {
+        OneTokenWideRows<true, TS>(tp, plan.layout.vectors_per_row, start.base, start.row_stride, token_out[0],
+                                   p.state_out.strides[2]);
+      } else {
+        OneTokenWideRows<false, TS>(tp, plan.layout.vectors_per_row, start.base, start.row_stride, token_out[0],
+                                    p.state_out.strides[2]);
+      }
       StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
       return;
     }

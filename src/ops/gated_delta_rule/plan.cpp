@@ -33,6 +33,7 @@ int64_t work_items_min(const GdrProblem& p) { return p.decode ? 8 : 1; }
 // The kernel family the plan runs (README.md, "Kernels").
 const char* kernel_name(const GdrPlan& plan) {
   if (plan.problem.decode) {
+    if (plan.direct_state && plan.layout.register_rows == 0) return "gdr_decode_pool_wide_rows";
     if (plan.direct_state) return plan.layout.token_major ? "gdr_decode_pool_rows" : "gdr_decode_pool_rows_in_registers";
     return plan.layout.register_rows > 0 ? "gdr_decode_staged_rows_in_registers" : "gdr_decode_staged_generic";
   }
@@ -258,8 +259,10 @@ Status prepare_recurrent_gated_delta_rule(const TensorView& query, const TensorV
   }
   int64_t longest = 0;
   for (int64_t b = 0; b < p.batch; ++b) longest = p.seq_length(b) > longest ? p.seq_length(b) : longest;
-  plan->direct_state = plan->layout.register_rows > 0 && plan->layout.key_dim_padded == p.key_dim &&
-                       p.state_in.strides[3] == 1 && longest <= kGdrTokenBlock;
+  // Rows straight from/to the pool: register rows for up to a token block per sequence, or (rows wider than the
+  // register budget) the two-pass wide-row kernel for one token per sequence.
+  const bool token_fits = plan->layout.register_rows > 0 ? longest <= kGdrTokenBlock : longest <= 1;
+  plan->direct_state = plan->layout.key_dim_padded == p.key_dim && p.state_in.strides[3] == 1 && token_fits;
   plan->avx512_bf16 = isa == Isa::kAvx512 && cpu_has_avx512_bf16();
   *op = make_op(std::move(plan), isa, "recurrent_gated_delta_rule");
   return Status();
