@@ -1,5 +1,6 @@
 // args.h — the planned work of the RoPE operators, shared by phase one (plan.cpp, prepare_*.cpp) and the
-// kernels (kernels.cpp). Every RoPE op is a loop over "rows": one vector of `width` channels of an input,
+// kernels (kernels_rotate.cpp, kernels_grad.cpp). Every RoPE op is a loop over "rows": one vector of `width`
+// channels of an input,
 // rotated into an output row (possibly the same memory), with the cos/sin row resolved by broadcasting
 // (stride 0 on the broadcast axes). The fused ApplyRotaryPosEmbGrad with gradCos/gradSin is a loop over
 // "groups": one distinct cos row and all the q/k rows broadcast onto it, reduced in a fixed order.
@@ -101,7 +102,8 @@ struct OuterCursor {
   }
 };
 
-// Kernels, compiled per ISA (kernels.cpp); a run covers rows (groups) [begin, end).
+// Kernels, compiled per ISA (kernels_rotate.cpp: RowKernel, kernels_grad.cpp: GradKernel); a run covers rows
+// (groups) [begin, end).
 using RowKernel = void(const RowJob& job, int64_t begin, int64_t end);
 using GradKernel = void(const GradJob& job, int64_t begin, int64_t end);
 

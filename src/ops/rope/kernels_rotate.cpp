@@ -1,0 +1,321 @@
+// kernels_rotate.cpp — the RoPE rotation row kernels (forward, and backward without gradCos/gradSin), compiled
+// once per ISA by Highway (AVX3, AVX2, SCALAR). A row is one vector of `width` channels; the op's plan (args.h)
+// says which rows, with which cos/sin rows. Shared pieces: kernels_rows-inl.h; gradCos/gradSin: kernels_grad.cpp.
+//
+// Arithmetic (bit-exact across the vector bodies, the scalar tails and the strided path): every output is
+//   y = fma(a, c_a, +-(b * s_?))
+// where a is the element, b its partner in the rotation: the partner product is rounded once, the rest is
+// one fused multiply-add, then one round-to-nearest-even to the output dtype.
+//
+// Row kernels by mode (contiguous last dims; any other stride goes through the fp32 row buffers):
+//   half / quarter   lane-aligned halves: no shuffles at all
+//   interleave       partner = Shuffle2301 (swap adjacent lanes), signs by OddEven
+//   interleave-half  forward: ConcatEven/ConcatOdd de-interleave; backward: StoreInterleaved2 re-interleave;
+//                    in place, the row is first copied aside (outputs move across the row)
+// Large out-of-place outputs use non-temporal stores (no write-allocate read), flushed at the end of a range.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/rope/kernels_rotate.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/simd_convert-inl.h"
+#include "ops/rope/args.h"
+#include "ops/rope/kernels_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace rope {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+template <bool bwd, class TX, class TC>
+HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s, int64_t h,
+                             int64_t j = 0) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (; j + lanes <= h; j += lanes) {
+    const VF x1 = LoadF32(df, in + j), x2 = LoadF32(df, in + h + j);
+    const VF c1 = LoadF32(df, c + j), c2 = LoadF32(df, c + h + j);
+    const VF s1 = LoadF32(df, s + j), s2 = LoadF32(df, s + h + j);
+    VF y1, y2;
+    if (bwd) {
+      y1 = hn::MulAdd(x1, c1, hn::Mul(x2, s2));
+      y2 = hn::MulAdd(x2, c2, hn::Neg(hn::Mul(x1, s1)));
+    } else {
+      y1 = hn::MulAdd(x1, c1, hn::Neg(hn::Mul(x2, s1)));
+      y2 = hn::MulAdd(x2, c2, hn::Mul(x1, s2));
+    }
+    Put(df, y1, out + j, stream);
+    Put(df, y2, out + h + j, stream);
+  }
+  for (; j < h; ++j) {
+    const float x1 = LoadScalarF32(in + j), x2 = LoadScalarF32(in + h + j);
+    const float c1 = LoadScalarF32(c + j), c2 = LoadScalarF32(c + h + j);
+    const float s1 = LoadScalarF32(s + j), s2 = LoadScalarF32(s + h + j);
+    if (bwd) {
+      StoreScalarF32(std::fma(x1, c1, x2 * s2), out + j);
+      StoreScalarF32(std::fma(x2, c2, -(x1 * s1)), out + h + j);
+    } else {
+      StoreScalarF32(std::fma(x1, c1, -(x2 * s1)), out + j);
+      StoreScalarF32(std::fma(x2, c2, x1 * s2), out + h + j);
+    }
+  }
+}
+
+template <bool bwd, class TX, class TC>
+HWY_INLINE void InterleaveRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s,
+                              int64_t width, int64_t i = 0) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (; i + lanes <= width; i += lanes) {
+    const VF x = LoadF32(df, in + i), cv = LoadF32(df, c + i), sv = LoadF32(df, s + i);
+    VF y;
+    if (bwd) {
+      const VF p = hn::Shuffle2301(hn::Mul(x, sv));  // even lane: x[e+1]*s[e+1]; odd: x[e]*s[e]
+      y = hn::MulAdd(x, cv, hn::OddEven(hn::Neg(p), p));
+    } else {
+      const VF p = hn::Mul(hn::Shuffle2301(x), sv);  // even lane: x[e+1]*s[e]; odd: x[e]*s[e+1]
+      y = hn::MulAdd(x, cv, hn::OddEven(p, hn::Neg(p)));
+    }
+    Put(df, y, out + i, stream);
+  }
+  for (; i < width; i += 2) {
+    const float xe = LoadScalarF32(in + i), xo = LoadScalarF32(in + i + 1);
+    const float ce = LoadScalarF32(c + i), co = LoadScalarF32(c + i + 1);
+    const float se = LoadScalarF32(s + i), so = LoadScalarF32(s + i + 1);
+    if (bwd) {
+      StoreScalarF32(std::fma(xe, ce, xo * so), out + i);
+      StoreScalarF32(std::fma(xo, co, -(xe * se)), out + i + 1);
+    } else {
+      StoreScalarF32(std::fma(xe, ce, -(xo * se)), out + i);
+      StoreScalarF32(std::fma(xo, co, xe * so), out + i + 1);
+    }
+  }
+}
+
+// interleave-half: forward reads pairs (x[2k], x[2k+1]) and writes halves; backward the reverse.
+template <bool bwd, class TX, class TC>
+HWY_INLINE void InterleaveHalfRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s,
+                                  int64_t width, int64_t k = 0) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t h = width / 2;
+  for (; k + lanes <= h; k += lanes) {
+    const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
+    const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    if (bwd) {
+      const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
+      const VF even = hn::MulAdd(d1, c1, hn::Mul(d2, s2));
+      const VF odd = hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1)));
+      HWY_ALIGN float pairs[2 * hn::MaxLanes(df)];
+      hn::StoreInterleaved2(even, odd, df, pairs);
+      Put(df, hn::Load(df, pairs), out + 2 * k, stream);
+      Put(df, hn::Load(df, pairs + lanes), out + 2 * k + lanes, stream);
+    } else {
+      const VF lo = LoadF32(df, in + 2 * k), hi = LoadF32(df, in + 2 * k + lanes);
+      const VF xe = hn::ConcatEven(df, hi, lo), xo = hn::ConcatOdd(df, hi, lo);
+      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
+      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
+    }
+  }
+  for (; k < h; ++k) {
+    const float c1 = LoadScalarF32(c + k), c2 = LoadScalarF32(c + h + k);
+    const float s1 = LoadScalarF32(s + k), s2 = LoadScalarF32(s + h + k);
+    if (bwd) {
+      const float d1 = LoadScalarF32(in + k), d2 = LoadScalarF32(in + h + k);
+      StoreScalarF32(std::fma(d1, c1, d2 * s2), out + 2 * k);
+      StoreScalarF32(std::fma(d2, c2, -(d1 * s1)), out + 2 * k + 1);
+    } else {
+      const float xe = LoadScalarF32(in + 2 * k), xo = LoadScalarF32(in + 2 * k + 1);
+      StoreScalarF32(std::fma(xe, c1, -(xo * s1)), out + k);
+      StoreScalarF32(std::fma(xo, c2, xe * s2), out + h + k);
+    }
+  }
+}
+
+// half block: channel j pairs with j + h; even and odd channels are independent rotations.
+template <bool bwd>
+HWY_INLINE void HalfBlockRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t h) {
+  const int64_t block = 2 * static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t j = 0;
+  for (; j + block <= h; j += block) {
+    VF x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
+    LoadPairs(in + j, &x1[0], &x1[1]);
+    LoadPairs(in + h + j, &x2[0], &x2[1]);
+    LoadPairs(c + j, &c1[0], &c1[1]);
+    LoadPairs(c + h + j, &c2[0], &c2[1]);
+    LoadPairs(s + j, &s1[0], &s1[1]);
+    LoadPairs(s + h + j, &s2[0], &s2[1]);
+    for (int p = 0; p < 2; ++p) {
+      if (bwd) {
+        y1[p] = hn::MulAdd(x1[p], c1[p], hn::Mul(x2[p], s2[p]));
+        y2[p] = hn::MulAdd(x2[p], c2[p], hn::Neg(hn::Mul(x1[p], s1[p])));
+      } else {
+        y1[p] = hn::MulAdd(x1[p], c1[p], hn::Neg(hn::Mul(x2[p], s1[p])));
+        y2[p] = hn::MulAdd(x2[p], c2[p], hn::Mul(x1[p], s2[p]));
+      }
+    }
+    StorePairs(y1[0], y1[1], out + j, stream);
+    StorePairs(y2[0], y2[1], out + h + j, stream);
+  }
+  HalfBlockRow<bwd, BF, BF>(stream, in, out, c, s, h, j);
+}
+
+template <bool bwd>
+HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t width) {
+  const int64_t block = 2 * static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t i = 0;
+  for (; i + block <= width; i += block) {
+    VF xe, xo, ce, co, se, so;
+    LoadPairs(in + i, &xe, &xo);
+    LoadPairs(c + i, &ce, &co);
+    LoadPairs(s + i, &se, &so);
+    if (bwd) {
+      StorePairs(hn::MulAdd(xe, ce, hn::Mul(xo, so)), hn::MulAdd(xo, co, hn::Neg(hn::Mul(xe, se))), out + i, stream);
+    } else {
+      StorePairs(hn::MulAdd(xe, ce, hn::Neg(hn::Mul(xo, se))), hn::MulAdd(xo, co, hn::Mul(xe, so)), out + i, stream);
+    }
+  }
+  InterleaveRow<bwd, BF, BF>(stream, in, out, c, s, width, i);
+}
+
+template <bool bwd>
+HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t width) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t h = width / 2;
+  int64_t k = 0;
+  for (; k + lanes <= h; k += lanes) {
+    const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
+    const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    if (bwd) {
+      const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
+      StorePairs(hn::MulAdd(d1, c1, hn::Mul(d2, s2)), hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1))), out + 2 * k,
+                 stream);
+    } else {
+      VF xe, xo;
+      LoadPairs(in + 2 * k, &xe, &xo);
+      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
+      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
+    }
+  }
+  InterleaveHalfRow<bwd, BF, BF>(stream, in, out, c, s, width, k);
+}
+
+// Row loops specialised by mode and direction (the row body inlines into a pointer-increment loop).
+template <bool bwd, class TX, class TC>
+void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begin, int64_t end) {
+  const int64_t width = cfg.width, h = width / 2;
+  const bool stream = cfg.stream_out;
+  switch (cfg.mode) {
+    case RotaryMode::kHalf:
+      ForEachRow<TX, TC>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        HalfBlockRow<bwd>(stream, in, out, c, s, h);
+      });
+      break;
+    case RotaryMode::kQuarter:
+      ForEachRow<TX, TC>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        HalfBlockRow<bwd>(stream, in, out, c, s, width / 4);
+        HalfBlockRow<bwd>(stream, in + h, out + h, c + h, s + h, width / 4);
+      });
+      break;
+    case RotaryMode::kInterleave:
+      ForEachRow<TX, TC>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        InterleaveRow<bwd>(stream, in, out, c, s, width);
+      });
+      break;
+    case RotaryMode::kInterleaveHalf: {
+      TX saved[kMaxWidth];
+      ForEachRow<TX, TC>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+        if (in == out) {  // outputs move across the row: read from a copy
+          std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
+          in = saved;
+        }
+        InterleaveHalfRow<bwd>(stream, in, out, c, s, width);
+      });
+      break;
+    }
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// ------------------------------------------------------------------------------------------------
+// Row and group loops.
+
+template <class TX, class TC>
+void RotateStreamRows(const RowJob& job, const RowStream& st, int64_t begin, int64_t end) {
+#if HWY_TARGET != HWY_SCALAR
+  if (job.simd_rows) {
+    if (job.config.backward) {
+      RotateRowsSimd<true, TX, TC>(job.config, st, begin, end);
+    } else {
+      RotateRowsSimd<false, TX, TC>(job.config, st, begin, end);
+    }
+    return;
+  }
+#endif
+  ForEachRow<TX, TC>(st, job.config.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+    RotateRowStrided(job.config, st, in, out, c, s);
+  });
+}
+
+template <class TX, class TC>
+void RotateRows(const RowJob& job, int64_t begin, int64_t end) {
+  for (int i = 0; i < job.stream_count; ++i) {
+    const RowStream& st = job.streams[i];
+    const int64_t rows = st.rows();
+    const int64_t b = begin < 0 ? 0 : begin, e = end < rows ? end : rows;
+    if (b < e) RotateStreamRows<TX, TC>(job, st, b, e);
+    begin -= rows;
+    end -= rows;
+  }
+  if (job.config.stream_out) hwy::FlushStream();
+}
+
+// Kernel tables by storage type.
+template <class TX>
+RowKernel* PickRowKernelFor(DType cs) {
+  switch (cs) {
+    case DType::kF32: return &RotateRows<TX, float>;
+    case DType::kF16: return &RotateRows<TX, hwy::float16_t>;
+    case DType::kBF16: return &RotateRows<TX, hwy::bfloat16_t>;
+    default: return nullptr;
+  }
+}
+RowKernel* PickRowKernel(DType x, DType cs) {
+  switch (x) {
+    case DType::kF32: return PickRowKernelFor<float>(cs);
+    case DType::kF16: return PickRowKernelFor<hwy::float16_t>(cs);
+    case DType::kBF16: return PickRowKernelFor<hwy::bfloat16_t>(cs);
+    default: return nullptr;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace rope
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/isa_dispatch.h"
+
+namespace txops {
+namespace rope {
+
+RowKernel* select_row_kernel(Isa isa, const RotationConfig& config, Isa* chosen) {
+  *chosen = selected_isa(isa, TXOPS_AVX3_FN(PickRowKernel), TXOPS_AVX2_FN(PickRowKernel));
+  return TXOPS_SELECT_KERNEL(isa, PickRowKernel)(config.x_dtype, config.cs_dtype);
+}
+
+}  // namespace rope
+}  // namespace txops
+#endif  // HWY_ONCE

@@ -1,0 +1,302 @@
+// kernels_rows-inl.h — per-target (Highway) pieces shared by the RoPE kernels (kernels_rotate.cpp,
+// kernels_grad.cpp): the fp32 one-element-at-a-time rows (strided rows, SCALAR target), the row iteration, and
+// the SIMD stores (non-temporal when asked, bf16 rounding with AVX512_BF16 where the CPU has it, bf16 "pair"
+// vectors). The arithmetic rules are in kernels_rotate.cpp's header.
+//
+// Include after <hwy/highway.h> inside a foreach_target translation unit; per-target include guard below.
+#if defined(TXOPS_OPS_ROPE_KERNELS_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_OPS_ROPE_KERNELS_ROWS_INL_H_
+#undef TXOPS_OPS_ROPE_KERNELS_ROWS_INL_H_
+#else
+#define TXOPS_OPS_ROPE_KERNELS_ROWS_INL_H_
+#endif
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/simd_convert-inl.h"
+#include "ops/rope/args.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace rope {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using txops::HWY_NAMESPACE::LoadF32;
+using txops::HWY_NAMESPACE::LoadScalarF32;
+using txops::HWY_NAMESPACE::StoreF32;
+using txops::HWY_NAMESPACE::StoreScalarF32;
+using txops::HWY_NAMESPACE::StreamF32;
+
+// ------------------------------------------------------------------------------------------------
+// fp32 rows: the formulas of shared/spec/rope.md, one element at a time (strided rows, SCALAR target).
+
+// y[o..o+2h) from x: the half rule on the block of 2h channels starting at o.
+HWY_INLINE void HalfBlockF32(bool bwd, const float* x, const float* c, const float* s, float* y, int64_t o,
+                             int64_t h) {
+  for (int64_t j = o; j < o + h; ++j) {
+    if (bwd) {
+      y[j] = std::fma(x[j], c[j], x[j + h] * s[j + h]);
+      y[j + h] = std::fma(x[j + h], c[j + h], -(x[j] * s[j]));
+    } else {
+      y[j] = std::fma(x[j], c[j], -(x[j + h] * s[j]));
+      y[j + h] = std::fma(x[j + h], c[j + h], x[j] * s[j + h]);
+    }
+  }
+}
+
+HWY_INLINE void RotateRowF32(RotaryMode mode, bool bwd, const float* x, const float* c, const float* s, float* y,
+                             int64_t width) {
+  const int64_t h = width / 2;
+  switch (mode) {
+    case RotaryMode::kHalf: HalfBlockF32(bwd, x, c, s, y, 0, h); break;
+    case RotaryMode::kQuarter:
+      HalfBlockF32(bwd, x, c, s, y, 0, width / 4);
+      HalfBlockF32(bwd, x, c, s, y, h, width / 4);
+      break;
+    case RotaryMode::kInterleave:
+      for (int64_t e = 0; e < width; e += 2) {
+        if (bwd) {
+          y[e] = std::fma(x[e], c[e], x[e + 1] * s[e + 1]);
+          y[e + 1] = std::fma(x[e + 1], c[e + 1], -(x[e] * s[e]));
+        } else {
+          y[e] = std::fma(x[e], c[e], -(x[e + 1] * s[e]));
+          y[e + 1] = std::fma(x[e + 1], c[e + 1], x[e] * s[e + 1]);
+        }
+      }
+      break;
+    case RotaryMode::kInterleaveHalf:
+      for (int64_t k = 0; k < h; ++k) {
+        if (bwd) {
+          y[2 * k] = std::fma(x[k], c[k], x[h + k] * s[h + k]);
+          y[2 * k + 1] = std::fma(x[h + k], c[h + k], -(x[k] * s[k]));
+        } else {
+          y[k] = std::fma(x[2 * k], c[k], -(x[2 * k + 1] * s[k]));
+          y[h + k] = std::fma(x[2 * k + 1], c[h + k], x[2 * k] * s[h + k]);
+        }
+      }
+      break;
+  }
+}
+
+// rot(x) of the forward, in its input order (dsin = sum dy * rot(x)); grad modes: half, quarter, interleave.
+HWY_INLINE void RotatedInputF32(RotaryMode mode, const float* x, float* r, int64_t width) {
+  if (mode == RotaryMode::kInterleave) {
+    for (int64_t e = 0; e < width; e += 2) {
+      r[e] = -x[e + 1];
+      r[e + 1] = x[e];
+    }
+    return;
+  }
+  const int64_t block = mode == RotaryMode::kQuarter ? width / 2 : width;
+  for (int64_t o = 0; o < width; o += block) {
+    const int64_t h = block / 2;
+    for (int64_t j = o; j < o + h; ++j) {
+      r[j] = -x[j + h];
+      r[j + h] = x[j];
+    }
+  }
+}
+
+template <class T>
+HWY_INLINE void LoadRowF32(const T* p, int64_t step, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = LoadScalarF32(p + i * step);
+}
+template <class T>
+HWY_INLINE void StoreRowF32(const float* src, int64_t n, T* p, int64_t step) {
+  for (int64_t i = 0; i < n; ++i) StoreScalarF32(src[i], p + i * step);
+}
+
+template <class TX, class TC>
+void RotateRowStrided(const RotationConfig& cfg, const RowStream& st, const TX* in, TX* out, const TC* c,
+                      const TC* s) {
+  const int64_t n = cfg.width;
+  float xb[kMaxWidth], cb[kMaxWidth], sb[kMaxWidth], yb[kMaxWidth];
+  LoadRowF32(in, st.step[kIn], n, xb);
+  LoadRowF32(c, st.step[kCos], n, cb);
+  LoadRowF32(s, st.step[kSin], n, sb);
+  RotateRowF32(cfg.mode, cfg.backward, xb, cb, sb, yb, n);
+  StoreRowF32(yb, n, out, st.step[kOut]);
+}
+
+template <class TX, class TC>
+void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* in, TX* out, const TX* x,
+                    const TC* c, int64_t c_step, const TC* s, int64_t s_step, float* acc_c, float* acc_s) {
+  const int64_t n = cfg.width;
+  float db[kMaxWidth], xb[kMaxWidth], cb[kMaxWidth], sb[kMaxWidth], yb[kMaxWidth];
+  LoadRowF32(in, side.step[0], n, db);
+  LoadRowF32(x, side.step[2], n, xb);
+  LoadRowF32(c, c_step, n, cb);
+  LoadRowF32(s, s_step, n, sb);
+  RotateRowF32(cfg.mode, /*bwd=*/true, db, cb, sb, yb, n);
+  for (int64_t j = 0; j < n; ++j) acc_c[j] = std::fma(db[j], xb[j], acc_c[j]);
+  float* rotated = cb;  // cos is no longer needed
+  RotatedInputF32(cfg.mode, xb, rotated, n);
+  for (int64_t j = 0; j < n; ++j) acc_s[j] = std::fma(db[j], rotated[j], acc_s[j]);
+  StoreRowF32(yb, n, out, side.step[1]);
+}
+
+// Calls row(in, out, cos, sin) for rows [begin, end) of `st` in memory order; the innermost outer dim runs as
+// a pointer-increment loop, so the per-row cost is a few adds.
+constexpr int64_t kPrefetchRows = 8;
+
+template <class TX, class TC, class RowFn>
+HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, int64_t end, const RowFn& row) {
+  const int64_t row_bytes = st.step[kIn] == 1 ? width * static_cast<int64_t>(sizeof(TX)) : 0;
+  const int64_t e1 = st.extent[1], e2 = st.extent[2];
+  int64_t i2 = begin % e2, i1 = (begin / e2) % e1, i0 = begin / e2 / e1;
+  const int64_t(*sd)[4] = st.stride;
+  const int64_t din = sd[2][kIn], dout = sd[2][kOut], dcos = sd[2][kCos], dsin = sd[2][kSin];
+  while (begin < end) {
+    const int64_t run = std::min(end - begin, e2 - i2);
+    int64_t off[4];
+    for (int t = 0; t < 4; ++t) off[t] = i0 * sd[0][t] + i1 * sd[1][t] + i2 * sd[2][t];
+    const TX* in = static_cast<const TX*>(st.in) + off[kIn];
+    TX* out = static_cast<TX*>(st.out) + off[kOut];
+    const TC* c = static_cast<const TC*>(st.cos) + off[kCos];
+    const TC* s = static_cast<const TC*>(st.sin) + off[kSin];
+    for (int64_t r = 0; r < run; ++r, in += din, out += dout, c += dcos, s += dsin) {
+      // Software prefetch of the row kPrefetchRows ahead (a hint: it never faults, even past the view's end):
+      // partial-row slices leave gaps the hardware stream prefetcher does not follow.
+      const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
+      for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+      row(in, out, c, s);
+    }
+    begin += run;
+    i2 = 0;
+    if (++i1 == e1) {
+      i1 = 0;
+      ++i0;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Contiguous rows with SIMD (not on the SCALAR target, where the fp32 row path above is the kernel).
+#if HWY_TARGET != HWY_SCALAR
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+template <class TX>
+HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
+  if (stream && (reinterpret_cast<uintptr_t>(p) % (hn::Lanes(df) * sizeof(TX))) == 0) {
+    StreamF32(df, v, p);
+  } else {
+    StoreF32(df, v, p);
+  }
+}
+
+// ---- bf16 rounding with AVX512_BF16 (AVX-512 target, CPUs that have it) ----
+// vcvtne2ps2bf16 / vcvtneps2bf16 round to nearest even and quiet NaNs exactly like the integer rounding
+// (core/dtype.h f32_to_bf16), except that they treat fp32 denormal inputs as zero. A vector holding a denormal
+// (one FP-class test per input vector) therefore takes the integer rounding instead, so the bits are those of
+// f32_to_bf16 for every input: dev/rope/bf16cvt_check.cpp checks the helpers below on all 2^32 patterns.
+// Normal fp32 inputs never round to a bf16 denormal (same exponent range), so output flushing never applies.
+// Emitted with inline asm: the AVX3 target is not compiled with -mavx512bf16; used only where CPUID has it.
+#undef TXOPS_ROPE_BF16CVT  // set once per target pass
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define TXOPS_ROPE_BF16CVT 1
+// __builtin_cpu_init first: this initializer may run before libgcc's CPU-detection constructor (shared libraries).
+static const bool kBf16Cvt = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bf16"));
+
+HWY_INLINE bool AnyDenormal(VF a) { return _mm512_fpclass_ps_mask(a.raw, 0x20) != 0; }
+HWY_INLINE bool AnyDenormal(VF a, VF b) {
+  return (_mm512_fpclass_ps_mask(a.raw, 0x20) | _mm512_fpclass_ps_mask(b.raw, 0x20)) != 0;
+}
+// u16 lanes 0..15 = bf16(lo), 16..31 = bf16(hi)
+HWY_INLINE __m512i Cvt2BF16(VF hi, VF lo) {
+  __m512i r;
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(hi.raw), "v"(lo.raw));
+  return r;
+}
+HWY_INLINE __m256i CvtBF16(VF v) {
+  __m256i r;
+  asm("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v.raw));
+  return r;
+}
+#else
+#define TXOPS_ROPE_BF16CVT 0
+#endif
+
+HWY_INLINE void Put(DF df, VF v, hwy::bfloat16_t* p, bool stream) {
+#if TXOPS_ROPE_BF16CVT
+  if (kBf16Cvt && !AnyDenormal(v)) {
+    const __m256i r = CvtBF16(v);
+    if (stream && (reinterpret_cast<uintptr_t>(p) % 32) == 0) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+    }
+    return;
+  }
+#endif
+  if (stream && (reinterpret_cast<uintptr_t>(p) % (hn::Lanes(df) * sizeof(hwy::bfloat16_t))) == 0) {
+    StreamF32(df, v, p);
+  } else {
+    StoreF32(df, v, p);
+  }
+}
+
+// ---- bf16 activations and bf16 cos/sin: "pair" vectors ----
+// 2N bf16 elements load as N u32 lanes: the even elements are the low halves, the odd ones the high halves, so
+// widening is one shift or one mask, and pairs (2k, 2k+1) arrive split with no shuffle at all. Stores round
+// both parities to nearest even (core/dtype.h rule, NaN quieted) and merge them back into one full vector.
+// Used by every mode; element formulas are unchanged, so results are bit-identical to the generic path.
+using BF = hwy::bfloat16_t;
+using DU = hn::RebindToUnsigned<DF>;
+using VU = hn::Vec<DU>;
+
+HWY_INLINE void LoadPairs(const BF* p, VF* even, VF* odd) {
+  const DF df;
+  const DU du;
+  const VU bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+  *even = hn::BitCast(df, hn::ShiftLeft<16>(bits));
+  *odd = hn::BitCast(df, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
+}
+
+// The bf16 of `v` (round to nearest even, NaN quieted) in the high 16 bits of each u32 lane.
+HWY_INLINE VU RoundToBF16High(VF v) {
+  const DU du;
+  const VU bits = hn::BitCast(du, v);
+  const VU lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const VU rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb));
+  const VU quiet = hn::Or(bits, hn::Set(du, 0x00400000u));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+}
+
+HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
+  const DU du;
+  VU merged;
+#if TXOPS_ROPE_BF16CVT
+  if (kBf16Cvt && !AnyDenormal(even, odd)) {
+    // [bf16(even) x16, bf16(odd) x16] -> lane j = bf16(even_j) | bf16(odd_j) << 16
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    merged = VU{_mm512_permutexvar_epi16(idx, Cvt2BF16(odd, even))};
+  } else
+#endif
+  {
+    merged = hn::Or(hn::ShiftRight<16>(RoundToBF16High(even)), hn::And(RoundToBF16High(odd), hn::Set(du, 0xFFFF0000u)));
+  }
+  uint32_t* q = reinterpret_cast<uint32_t*>(p);
+  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
+    hn::Stream(merged, du, q);
+  } else {
+    hn::StoreU(merged, du, q);
+  }
+}
+
+#endif  // HWY_TARGET != HWY_SCALAR
+
+}  // namespace HWY_NAMESPACE
+}  // namespace rope
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
