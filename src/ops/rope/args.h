@@ -1,8 +1,7 @@
 // args.h — the planned work of the RoPE operators, shared by phase one (plan.cpp, prepare_*.cpp) and the
 // kernels (kernels_rotate.cpp, kernels_grad.cpp). Every RoPE op is a loop over "rows": one vector of `width`
-// channels of an input,
-// rotated into an output row (possibly the same memory), with the cos/sin row resolved by broadcasting
-// (stride 0 on the broadcast axes). The fused ApplyRotaryPosEmbGrad with gradCos/gradSin is a loop over
+// channels of an input, rotated into an output row (possibly the same memory), with the cos/sin row resolved by
+// broadcasting (stride 0 on the broadcast axes). The fused ApplyRotaryPosEmbGrad with gradCos/gradSin is a loop over
 // "groups": one distinct cos row and all the q/k rows broadcast onto it, reduced in a fixed order.
 #ifndef TXOPS_OPS_ROPE_ARGS_H_
 #define TXOPS_OPS_ROPE_ARGS_H_
