@@ -56,10 +56,10 @@ inline int64_t gdr_carve_pack(float* base, int64_t dkp, GdrPackScratch* s) {
 // One chunk after phase one: everything the sequential state pass reads (n <= C tokens).
 struct GdrChunkRecord {
   float* scaled = nullptr;  // 2C x dkp: β⊙e^G⊙K rows [0, n), e^G⊙Q·scale rows [n, 2n)
-  float* kt = nullptr;      // dkp x C: Kᵀ (columns >= n zero)
+  float* kt = nullptr;      // dkp x C: Kᵀ, column j scaled by decay[j] after the grams (columns >= n zero)
   float* bv = nullptr;      // C x dvp: β⊙V
   float* gram = nullptr;    // 2C x C: A rows [0, n), P rows [n, 2n)
-  float* decay = nullptr;   // C + 1: e^{G_last - G_i}, then e^{G_last} at [C]
+  float* decay = nullptr;   // C + 1: e^{G_last - G_i} (0 for i >= n), then e^{G_last} at [C]
 };
 
 inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkRecord* r) {
@@ -77,7 +77,6 @@ inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkR
 struct GdrPassScratch {
   float* x = nullptr;   // 2C x dvp: X = [β⊙e^G⊙K ; e^G⊙Q·scale] Sᵀ, then O in rows [n, 2n)
   float* vp = nullptr;  // C x dvp: V'
-  float* ev = nullptr;  // C x dvp: e^{G_last - G} ⊙ V'
 };
 
 inline int64_t gdr_carve_pass(float* base, int64_t dvp, GdrPassScratch* s) {
@@ -85,7 +84,6 @@ inline int64_t gdr_carve_pass(float* base, int64_t dvp, GdrPassScratch* s) {
   GdrCarver c(base);
   s->x = c.take(2 * C * dvp);
   s->vp = c.take(C * dvp);
-  s->ev = c.take(C * dvp);
   return c.used();
 }
 

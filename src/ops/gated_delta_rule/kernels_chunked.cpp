@@ -9,7 +9,7 @@
 //   X  = [β⊙e^G⊙K ; e^G⊙Q·scale] St                  (one GEMM, 2n x Dk x Dv)
 //   V' = (I + A)^{-1} (β⊙V - X_top)                   (forward substitution; equals U - W S0ᵀ of the spec)
 //   O  = X_bottom + P V'
-//   St ← exp(G_last) St + Kᵀ (exp(G_last - G) ⊙ V')
+//   St ← exp(G_last) St + (Kᵀ ⊙ exp(G_last - G)) V'   (the decays folded into the columns of Kᵀ in phase one)
 // Two drivers: items mode (each thread owns whole (sequence, head) items and runs both phases per chunk in its
 // scratch) and chunk mode (waves of chunks: phase one of every chunk of the wave in parallel over chunks, then the
 // state pass in parallel over (item, Dv column block)). Both run the same two functions on the same data, and a
@@ -135,6 +135,7 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   }
   TransposeKeys(n, dkp, s.kq, r.kt);
   for (int64_t i = 0; i < n; ++i) r.decay[i] = static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i]));
+  for (int64_t i = n; i < C; ++i) r.decay[i] = 0.0f;
   r.decay[C] = static_cast<float>(std::exp(s.cum[n - 1]));
 }
 
@@ -196,8 +197,8 @@ void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, 
 template <class TA>
 void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrPackScratch& s,
                   const GdrChunkRecord& r) {
-  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
-  const int64_t np = (n + N - 1) / N * N, dk = cx.p->key_dim, dkp = cx.dkp;
+  const int64_t np = (n + static_cast<int64_t>(hn::Lanes(DF())) - 1) / hn::Lanes(DF()) * hn::Lanes(DF());
+  const int64_t dk = cx.p->key_dim, dkp = cx.dkp;
   PackChunk<TA>(cx, h, t0, n, s, r);
 #if HWY_TARGET == HWY_AVX3
   if (cx.bf16_dot) {
@@ -209,6 +210,13 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, cons
     Gemm(n, np, dk, s.kq + n * dkp, dkp, r.kt, C, r.gram + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
   }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);
+  // The state update's decays e^{G_last - G_j} go into the columns of Kᵀ (the grams above used it plain), so the
+  // state pass multiplies Kᵀ by V' itself.
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t c = 0; c < dk; ++c)
+    for (int64_t j = 0; j < np; j += N)
+      hn::StoreU(hn::Mul(hn::LoadU(df, r.kt + c * C + j), hn::LoadU(df, r.decay + j)), df, r.kt + c * C + j);
 }
 
 // ---- the state pass ----
@@ -231,7 +239,7 @@ HWY_INLINE void SolveColumns(int64_t n, int64_t c0, int64_t dvp, const GdrChunkR
   }
 }
 
-// Columns [c0, c1) of V', then of ev = e^{G_last - G} ⊙ V'.
+// Columns [c0, c1) of V'.
 void SolveRows(int64_t n, int64_t c0, int64_t c1, int64_t dvp, const GdrChunkRecord& r, const GdrPassScratch& w) {
   // Up to 8 vectors of columns per pass: 8 independent accumulator chains hide the FMA latency (4 chains ran
   // the solve at about half the FMA rate).
@@ -242,10 +250,6 @@ void SolveRows(int64_t n, int64_t c0, int64_t c1, int64_t dvp, const GdrChunkRec
   if (c + 4 * N <= c1) SolveColumns<4>(n, c, dvp, r, w), c += 4 * N;
   if (c + 2 * N <= c1) SolveColumns<2>(n, c, dvp, r, w), c += 2 * N;
   if (c < c1) SolveColumns<1>(n, c, dvp, r, w), c += N;
-  for (int64_t i = 0; i < n; ++i) {
-    const VF decay = hn::Set(df, r.decay[i]);
-    for (c = c0; c < c1; c += N) hn::StoreU(hn::Mul(hn::LoadU(df, w.vp + i * dvp + c), decay), df, w.ev + i * dvp + c);
-  }
 }
 
 // The chunk of tokens [t0, t0 + n) of head h on columns [c0, c1) of its staged state st (Dk x dvp, transposed):
@@ -261,7 +265,7 @@ void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   SolveRows(n, c0, c1, dvp, r, w);
   Gemm(n, cols, n, r.gram + n * C, C, w.vp + c0, dvp, w.x + n * dvp + c0, dvp, true, 1.0f,
        Triangle::kLowerA);                                                    // O = X_bottom + P V'
-  Gemm(dk, cols, n, r.kt, C, w.ev + c0, dvp, st + c0, dvp, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + Kᵀ ev
+  Gemm(dk, cols, n, r.kt, C, w.vp + c0, dvp, st + c0, dvp, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + (Kᵀ⊙decay) V'
   const int64_t c_end = std::min(c1, p.value_dim), stride = p.out.strides[2];
   for (int64_t i = 0; i < n; ++i) {
     TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
@@ -342,7 +346,11 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
   for (int64_t t0 = t_begin; t0 < t_end; t0 += C) {
     const int64_t n = std::min(C, t_end - t0);
     for (int64_t h = h_begin; h < h_end; ++h) {
-      if (h + 1 < h_end) PrefetchChunk<TA>(p, h + 1, t0, n);
+      if (h + 1 < h_end) {
+        PrefetchChunk<TA>(p, h + 1, t0, n);
+      } else if (t0 + C < t_end) {  // the next chunk's rows of the first head
+        PrefetchChunk<TA>(p, h_begin, t0 + C, std::min(C, t_end - t0 - C));
+      }
       PrepareChunk<TA>(cx, h, t0, n, s, r);
       StatePass<TA>(cx, h, t0, n, r, w, staged + (h - h_begin) * state_floats, 0, cx.dvp);
     }
