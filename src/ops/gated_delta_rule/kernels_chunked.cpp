@@ -308,7 +308,9 @@ void StoreColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_
 // ---- items mode: a thread owns whole (sequence, head) items ----
 
 // Prefetches the rows of q, k, v that the chunk of head h reads (one head ahead: its rows are in other cache
-// lines of the pages just used, which the hardware prefetchers do not fetch).
+// lines of the pages just used, which the hardware prefetchers do not fetch). SequenceHeads also prefetches the
+// next head's staged state (evicted to L3 by the other heads' chunks since its last use): 124.8 against 128.4 ms
+// (best of 6 alternating runs, Nv = 32, T = 2048, 1 thread, Zen 3).
 template <class TA>
 void PrefetchChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n) {
   const int64_t hk = h / p.heads_per_key_head();
@@ -348,6 +350,8 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
     for (int64_t h = h_begin; h < h_end; ++h) {
       if (h + 1 < h_end) {
         PrefetchChunk<TA>(p, h + 1, t0, n);
+        const char* next_state = reinterpret_cast<const char*>(staged + (h + 1 - h_begin) * state_floats);
+        for (int64_t off = 0; off < p.key_dim * cx.dvp * 4; off += 64) hwy::Prefetch(next_state + off);
       } else if (t0 + C < t_end) {  // the next chunk's rows of the first head
         PrefetchChunk<TA>(p, h_begin, t0 + C, std::min(C, t_end - t0 - C));
       }
