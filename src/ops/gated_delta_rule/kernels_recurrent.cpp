@@ -383,13 +383,15 @@ __attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBf16Insn(con
 
 // Decode, one token, rows wider than the register budget (AVX2 with Dk > 64; SCALAR): k and q are read from L1,
 // and each row is read twice — the dot products, then the update from the copy the first pass left in L1 — and
-// written once, so the state traffic is still one read and one write per row. Rows go in blocks of kRows: the dot
-// products of the block, then its updates, so the reduction latency of one row overlaps the others' work (one row
-// at a time: the same speed on Zen 3 within noise; the bf16 conversions bound it there, ~130 cycles per 128-wide
-// bf16 row, software prefetch of later rows changed nothing).
+// written once, so the state traffic is still one read and one write per row. Rows go in blocks of kRows,
+// software-pipelined: the dot products (and coefficients) of block b+1 are issued before the updates of block b, so
+// the next rows' loads and reductions overlap the current rows' updates instead of waiting behind them in the
+// reorder buffer.
+
+// Dot products of rows [r0, r0 + kRows): writes their outputs and the update coefficients c.
 template <bool kVectorDecay, class TS, int kRows>
-HWY_INLINE void OneTokenWideBlock(const TokenPack& tp, int64_t vectors, int64_t r0, const TS* s_in, int64_t in_stride,
-                                  TS* s_out, int64_t out_stride) {
+HWY_INLINE void OneTokenWideDots(const TokenPack& tp, int64_t vectors, int64_t r0, const TS* s_in, int64_t in_stride,
+                                 float* c) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
@@ -405,15 +407,23 @@ HWY_INLINE void OneTokenWideBlock(const TokenPack& tp, int64_t vectors, int64_t 
       acc_q[i] = hn::MulAdd(sv, q, acc_q[i]);
     }
   }
-  VF cv[kRows];
   for (int i = 0; i < kRows; ++i) {
     const float sk = alpha * hn::GetLane(hn::SumOfLanes(df, acc_k[i]));
     const float sq = alpha * hn::GetLane(hn::SumOfLanes(df, acc_q[i]));
-    const float c = tp.beta[0] * (tp.value[r0 + i] - sk);
-    tp.out[r0 + i] = sq + c * tp.key_dot_query[0];
-    cv[i] = hn::Set(df, c);
+    c[i] = tp.beta[0] * (tp.value[r0 + i] - sk);
+    tp.out[r0 + i] = sq + c[i] * tp.key_dot_query[0];
   }
-  const VF alpha_v = hn::Set(df, alpha);
+}
+
+// Updates of rows [r0, r0 + kRows) with their coefficients c: s ← decay ⊙ s + c k, rounded into the output slot.
+template <bool kVectorDecay, class TS, int kRows>
+HWY_INLINE void OneTokenWideUpdates(const TokenPack& tp, int64_t vectors, int64_t r0, const TS* s_in,
+                                    int64_t in_stride, TS* s_out, int64_t out_stride, const float* c) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const VF alpha_v = hn::Set(df, kVectorDecay ? 1.0f : tp.alpha[0]);
+  VF cv[kRows];
+  for (int i = 0; i < kRows; ++i) cv[i] = hn::Set(df, c[i]);
   for (int64_t j = 0; j < vectors; ++j) {
     const VF k = hn::LoadU(df, tp.key + j * N);
     const VF decay = kVectorDecay ? hn::LoadU(df, tp.decay + j * N) : alpha_v;
@@ -428,10 +438,20 @@ template <bool kVectorDecay, class TS>
 HWY_NOINLINE void OneTokenWideRows(const TokenPack& tp, int64_t vectors, const TS* s_in, int64_t in_stride,
                                    TS* s_out, int64_t out_stride) {
   constexpr int kRows = 4;
-  int64_t r = 0;
-  for (; r + kRows <= tp.dv; r += kRows)
-    OneTokenWideBlock<kVectorDecay, TS, kRows>(tp, vectors, r, s_in, in_stride, s_out, out_stride);
-  for (; r < tp.dv; ++r) OneTokenWideBlock<kVectorDecay, TS, 1>(tp, vectors, r, s_in, in_stride, s_out, out_stride);
+  const int64_t blocks = tp.dv / kRows;
+  float c_cur[kRows], c_next[kRows];
+  if (blocks > 0) OneTokenWideDots<kVectorDecay, TS, kRows>(tp, vectors, 0, s_in, in_stride, c_cur);
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (b + 1 < blocks)
+      OneTokenWideDots<kVectorDecay, TS, kRows>(tp, vectors, (b + 1) * kRows, s_in, in_stride, c_next);
+    OneTokenWideUpdates<kVectorDecay, TS, kRows>(tp, vectors, b * kRows, s_in, in_stride, s_out, out_stride, c_cur);
+    for (int i = 0; i < kRows; ++i) c_cur[i] = c_next[i];
+  }
+  for (int64_t r = blocks * kRows; r < tp.dv; ++r) {
+    float c;
+    OneTokenWideDots<kVectorDecay, TS, 1>(tp, vectors, r, s_in, in_stride, &c);
+    OneTokenWideUpdates<kVectorDecay, TS, 1>(tp, vectors, r, s_in, in_stride, s_out, out_stride, &c);
+  }
 }
 
 template <class TS>
