@@ -38,6 +38,10 @@ struct GdrPackScratch {
   double* cum = nullptr;     // C: G = cumsum(g), restarted per chunk
   uint16_t* kq16 = nullptr;  // 2C x dkp: [K; Q] as bf16 bits (vdpbf16ps grams)
   uint16_t* kt16 = nullptr;  // dkp/2 x C x 2: Kᵀ in column pairs, the vdpbf16ps operand layout
+  float* kt = nullptr;       // dkp x C: Kᵀ (columns >= n zero)
+  float* grams = nullptr;    // 2C x C: [K; Q] Kᵀ before the masks (lower triangle and the 16-column tiles it hits)
+  // kq, kt and grams hold the key head `key_head`'s chunk at token `key_t0` (value heads of one key head share them).
+  int64_t key_head = -1, key_t0 = -1;
 };
 
 inline int64_t gdr_carve_pack(float* base, int64_t dkp, GdrPackScratch* s) {
@@ -50,13 +54,16 @@ inline int64_t gdr_carve_pack(float* base, int64_t dkp, GdrPackScratch* s) {
   s->cum = reinterpret_cast<double*>(c.take(2 * C));
   s->kq16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));
   s->kt16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));
+  s->kt = c.take(dkp * C);
+  s->grams = c.take(2 * C * C);
+  s->key_head = s->key_t0 = -1;
   return c.used();
 }
 
 // One chunk after phase one: everything the sequential state pass reads (n <= C tokens).
 struct GdrChunkRecord {
   float* scaled = nullptr;  // 2C x dkp: β⊙e^G⊙K rows [0, n), e^G⊙Q·scale rows [n, 2n)
-  float* kt = nullptr;      // dkp x C: Kᵀ, column j scaled by decay[j] after the grams (columns >= n zero)
+  float* kt = nullptr;      // dkp x C: Kᵀ, column j scaled by decay[j] (columns >= n zero)
   float* bv = nullptr;      // C x dvp: β⊙V
   float* gram = nullptr;    // 2C x C: A rows [0, n), P rows [n, 2n)
   float* decay = nullptr;   // C + 1: e^{G_last - G_i} (0 for i >= n), then e^{G_last} at [C]

@@ -109,14 +109,27 @@ void TransposeKeys(int64_t n, int64_t dkp, const float* kq, float* kt) {
   }
 }
 
-// Packs tokens [t0, t0 + n) of value head h: G, e^G, β, [K; Q] (scratch), the scaled rows, β⊙V and Kᵀ (record).
+// Packs tokens [t0, t0 + n) of key head hk: [K; Q] widened, Kᵀ (scratch).
+template <class TA>
+void PackKeys(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const GdrPackScratch& s) {
+  const GdrProblem& p = *cx.p;
+  const int64_t dk = p.key_dim, dkp = cx.dkp;
+  for (int64_t i = 0; i < n; ++i) {
+    LoadRow(Element<TA>(p.key, t0 + i, hk), p.key.strides[2], dk, dkp, 1.0f, s.kq + i * dkp);
+    LoadRow(Element<TA>(p.query, t0 + i, hk), p.query.strides[2], dk, dkp, 1.0f, s.kq + (n + i) * dkp);
+  }
+  TransposeKeys(n, dkp, s.kq, s.kt);
+}
+
+// Packs tokens [t0, t0 + n) of value head h (its key head's rows already in s.kq): G, e^G, β (scratch), the scaled
+// rows, β⊙V and the decays (record).
 template <class TA>
 void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrPackScratch& s,
                const GdrChunkRecord& r) {
   const GdrProblem& p = *cx.p;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t hk = h / p.heads_per_key_head(), dk = p.key_dim, dkp = cx.dkp;
+  const int64_t dkp = cx.dkp;
   double g_sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = t0 + i;
@@ -124,8 +137,6 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
     g_sum += p.has_g ? static_cast<double>(*Element<float>(p.g, t, h)) : 0.0;
     s.cum[i] = g_sum;
     s.gamma[i] = static_cast<float>(std::exp(g_sum));
-    LoadRow(Element<TA>(p.key, t, hk), p.key.strides[2], dk, dkp, 1.0f, s.kq + i * dkp);
-    LoadRow(Element<TA>(p.query, t, hk), p.query.strides[2], dk, dkp, 1.0f, s.kq + (n + i) * dkp);
     LoadRow(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
     const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i] * p.scale);
     for (int64_t j = 0; j < dkp; j += N) {
@@ -133,7 +144,6 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
       hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + (n + i) * dkp + j), qscale), df, r.scaled + (n + i) * dkp + j);
     }
   }
-  TransposeKeys(n, dkp, s.kq, r.kt);
   for (int64_t i = 0; i < n; ++i) r.decay[i] = static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i]));
   for (int64_t i = n; i < C; ++i) r.decay[i] = 0.0f;
   r.decay[C] = static_cast<float>(std::exp(s.cum[n - 1]));
@@ -172,9 +182,10 @@ void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gram) {
 }
 #endif
 
-// gram rows [0, n) become A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) become P ((q_i·k_j) scale Γ_ij, j <= i);
-// zero elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
+// gram rows [0, n) = A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) = P ((q_i·k_j) scale Γ_ij, j <= i), from the raw
+// grams in s.grams; zero elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
 void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, float* gram) {
+  const float* raw = s.grams;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t i = 0; i < n; ++i) {
@@ -187,36 +198,43 @@ void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, 
       const VF gamma = hn::Exp(df, hn::LoadU(df, s.diff + j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
-      hn::StoreU(hn::IfThenElseZero(strict, hn::Mul(hn::Mul(hn::LoadU(df, a + j), gamma), beta)), df, a + j);
-      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::Mul(hn::LoadU(df, pr + j), qscale), gamma)), df, pr + j);
+      const VF ka = hn::LoadU(df, raw + i * C + j), qk = hn::LoadU(df, raw + (n + i) * C + j);
+      hn::StoreU(hn::IfThenElseZero(strict, hn::Mul(hn::Mul(ka, gamma), beta)), df, a + j);
+      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::Mul(qk, qscale), gamma)), df, pr + j);
     }
   }
 }
 
-// Phase one of the chunk of tokens [t0, t0 + n) of head h: fills the record r.
+// Phase one of the chunk of tokens [t0, t0 + n) of head h: fills the record r. The key head's packing, Kᵀ and raw
+// grams stay in s for the next value head of the same key head and chunk (GQA: Qwen3-Next has two per key head),
+// which then skips them; they are the same numbers either way, so records do not depend on the order of calls.
 template <class TA>
-void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrPackScratch& s,
+void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrPackScratch& s,
                   const GdrChunkRecord& r) {
-  const int64_t np = (n + static_cast<int64_t>(hn::Lanes(DF())) - 1) / hn::Lanes(DF()) * hn::Lanes(DF());
-  const int64_t dk = cx.p->key_dim, dkp = cx.dkp;
-  PackChunk<TA>(cx, h, t0, n, s, r);
-#if HWY_TARGET == HWY_AVX3
-  if (cx.bf16_dot) {
-    GramsBf16(n, dkp, s, r.gram);
-  } else
-#endif
-  {
-    Gemm(n, np, dk, s.kq, dkp, r.kt, C, r.gram, C, false, 1.0f, Triangle::kLowerC);                   // K Kᵀ
-    Gemm(n, np, dk, s.kq + n * dkp, dkp, r.kt, C, r.gram + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
-  }
-  MaskWithDecay(n, np, cx.p->scale, s, r.gram);
-  // The state update's decays e^{G_last - G_j} go into the columns of Kᵀ (the grams above used it plain), so the
-  // state pass multiplies Kᵀ by V' itself.
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t np = (n + N - 1) / N * N, dk = cx.p->key_dim, dkp = cx.dkp;
+  const int64_t hk = h / cx.p->heads_per_key_head();
+  if (s.key_head != hk || s.key_t0 != t0) {
+    PackKeys<TA>(cx, hk, t0, n, s);
+#if HWY_TARGET == HWY_AVX3
+    if (cx.bf16_dot) {
+      GramsBf16(n, dkp, s, s.grams);
+    } else
+#endif
+    {
+      Gemm(n, np, dk, s.kq, dkp, s.kt, C, s.grams, C, false, 1.0f, Triangle::kLowerC);                   // K Kᵀ
+      Gemm(n, np, dk, s.kq + n * dkp, dkp, s.kt, C, s.grams + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
+    }
+    s.key_head = hk;
+    s.key_t0 = t0;
+  }
+  PackChunk<TA>(cx, h, t0, n, s, r);
+  MaskWithDecay(n, np, cx.p->scale, s, r.gram);
+  // The state update's decays e^{G_last - G_j} go into the columns of Kᵀ, so the state pass multiplies Kᵀ by V'.
   for (int64_t c = 0; c < dk; ++c)
-    for (int64_t j = 0; j < np; j += N)
-      hn::StoreU(hn::Mul(hn::LoadU(df, r.kt + c * C + j), hn::LoadU(df, r.decay + j)), df, r.kt + c * C + j);
+    for (int64_t j = 0; j < C; j += N)
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kt + c * C + j), hn::LoadU(df, r.decay + j)), df, r.kt + c * C + j);
 }
 
 // ---- the state pass ----
