@@ -1,5 +1,5 @@
-// core_parallel_test.cpp — parallel_for covers every index exactly once in contiguous balanced ranges, for any
-// thread count; settings (threads, ISA cap, compat, verbose) can be changed and restored at run time.
+// core_parallel_test.cpp — parallel_for and parallel_parts cover every index exactly once in contiguous balanced
+// ranges, for any thread count; settings (threads, ISA cap, compat, verbose) can be changed and restored at run time.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +20,26 @@ TEST(Parallel, EveryIndexOnceForAnyThreadCount) {
         for (int64_t i = b; i < e; ++i) hits[i]++;
       });
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n;
+    }
+  }
+}
+
+TEST(Parallel, PartsCoverEveryIndexOnceWithFixedRanges) {
+  for (int parts = 1; parts <= 5; ++parts) {
+    for (int64_t n : {0, 1, 3, 7, 1001}) {
+      std::vector<std::atomic<int>> hits(n);
+      std::vector<std::atomic<int>> part_calls(parts);
+      parallel_parts(parts, n, [&](int64_t part, int64_t b, int64_t e) {
+        int64_t want_b, want_e;
+        balanced_range(n, parts, static_cast<int>(part), &want_b, &want_e);
+        ASSERT_EQ(b, want_b);
+        ASSERT_EQ(e, want_e);
+        ASSERT_LT(b, e);  // empty parts are skipped
+        part_calls[part]++;
+        for (int64_t i = b; i < e; ++i) hits[i]++;
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "parts " << parts << " n " << n;
+      for (int k = 0; k < parts; ++k) ASSERT_LE(part_calls[k].load(), 1);
     }
   }
 }

@@ -23,6 +23,20 @@ inline void balanced_range(int64_t n, int parts, int part, int64_t* begin, int64
   *end = *begin + base + (part < extra ? 1 : 0);
 }
 
+// Calls fn(part, begin, end) for parts 0..parts-1 (on up to `parts` threads), part k over the balanced range k
+// of [0, n); parts whose range is empty are skipped. A part's index and range are fixed by `parts`, whatever
+// number of threads OpenMP gives, so a part can own a scratch area.
+template <class Fn>
+void parallel_parts(int parts, int64_t n, const Fn& fn) {
+  parallel_for(parts, parts, [&](int64_t part_begin, int64_t part_end) {
+    for (int64_t part = part_begin; part < part_end; ++part) {
+      int64_t begin, end;
+      balanced_range(n, parts, static_cast<int>(part), &begin, &end);
+      if (begin < end) fn(part, begin, end);
+    }
+  });
+}
+
 }  // namespace txops
 
 #endif  // TXOPS_CORE_PARALLEL_H_

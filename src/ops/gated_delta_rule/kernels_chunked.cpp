@@ -395,18 +395,6 @@ void RunItems(const ChunkContext& cx, int64_t begin, int64_t end, float* scratch
 
 // ---- chunk mode: waves of chunks over all items ----
 
-// Runs fn(part, begin, end) for the plan's parts, part k over the balanced range k of [0, n).
-template <class Fn>
-void ForParts(int threads, int64_t n, const Fn& fn) {
-  parallel_for(threads, threads, [&](int64_t part_begin, int64_t part_end) {
-    for (int64_t part = part_begin; part < part_end; ++part) {
-      int64_t b, e;
-      balanced_range(n, threads, static_cast<int>(part), &b, &e);
-      if (b < e) fn(part, b, e);
-    }
-  });
-}
-
 int64_t ChunkCount(const GdrProblem& p, int64_t b) { return (p.seq_length(b) + C - 1) / C; }
 
 template <class TA, class TS>
@@ -429,7 +417,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
     gdr_carve_record(records + slot * record_floats, cx.dkp, cx.dvp, &r);
     return r;
   };
-  ForParts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
+  parallel_parts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
       columns(u % blocks, &c0, &c1);
@@ -454,7 +442,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
       }
     }
     // Phase one of every chunk of the wave.
-    ForParts(plan.threads, static_cast<int64_t>(unit_item.size()), [&](int64_t part, int64_t begin, int64_t end) {
+    parallel_parts(plan.threads, static_cast<int64_t>(unit_item.size()), [&](int64_t part, int64_t begin, int64_t end) {
       GdrPackScratch s;
       gdr_carve_pack(reinterpret_cast<float*>(thread_scratch + part * scratch_bytes), cx.dkp, &s);
       for (int64_t u = begin; u < end; ++u) {
@@ -463,7 +451,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
       }
     });
     // The state pass of the wave, per (active item, column block).
-    ForParts(plan.threads, static_cast<int64_t>(active.size()) * blocks, [&](int64_t part, int64_t begin,
+    parallel_parts(plan.threads, static_cast<int64_t>(active.size()) * blocks, [&](int64_t part, int64_t begin,
                                                                             int64_t end) {
       GdrPackScratch s;
       GdrPassScratch w;
@@ -481,7 +469,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
       }
     });
   }
-  ForParts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
+  parallel_parts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
       columns(u % blocks, &c0, &c1);
@@ -498,7 +486,7 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   cx.dvp = gdr_pad16(plan.problem.value_dim);
   cx.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
   if (plan.split_chunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
-  ForParts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
+  parallel_parts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
     RunItems<TA, TS>(cx, plan.part_start[part], plan.part_start[part + 1],
                      reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));
   });

@@ -81,20 +81,13 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
     }
     char* snapshot = pl.snapshot_bytes > 0 ? base + scratch_bytes * pl.threads + shared_bytes : nullptr;
     if (snapshot != nullptr) {
-      const int64_t pairs = pl.problem.batch * pl.problem.num_value_heads;
-      parallel_for(pl.threads, pl.threads, [&](int64_t part_begin, int64_t part_end) {
-        for (int64_t part = part_begin; part < part_end; ++part) {
-          int64_t b, e;
-          balanced_range(pairs, pl.threads, static_cast<int>(part), &b, &e);
-          snapshot_fn(pl, b, e, snapshot);
-        }
-      });
+      parallel_parts(pl.threads, pl.problem.batch * pl.problem.num_value_heads,
+                     [&](int64_t, int64_t begin, int64_t end) { snapshot_fn(pl, begin, end, snapshot); });
     }
     // Parts are fixed by the plan (not by how many threads OpenMP gives); each owns one scratch area.
-    parallel_for(pl.threads, pl.threads, [&](int64_t part_begin, int64_t part_end) {
-      for (int64_t part = part_begin; part < part_end; ++part)
-        run_items(pl, pl.part_start[part], pl.part_start[part + 1], reinterpret_cast<float*>(base + scratch_bytes * part),
-                  snapshot);
+    parallel_parts(pl.threads, pl.threads, [&](int64_t part, int64_t, int64_t) {
+      run_items(pl, pl.part_start[part], pl.part_start[part + 1], reinterpret_cast<float*>(base + scratch_bytes * part),
+                snapshot);
     });
     return Status();
   };
@@ -138,14 +131,13 @@ int64_t partition_items(const std::vector<int64_t>& costs, int threads, std::vec
 // Chunk mode (parallel over chunks) for the chunked kernel: TXOPS_GDR_SPLIT=chunks|items forces it on or off;
 // otherwise it runs when items mode would leave the threads more than 20 % out of balance (few or unequal
 // items), the staged states of all items fit in 64 MiB, and there are at least two chunks.
-void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest) {
+void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_cost) {
   const GdrProblem& p = plan->problem;
   const int max_threads = num_threads();
   const int64_t dkp = gdr_pad16(p.key_dim), dvp = gdr_pad16(p.value_dim);
   const int64_t state_floats = gdr_staged_state_floats(p.key_dim, dvp);
-  int64_t chunks = 0, total_cost = 0;
+  int64_t chunks = 0;
   for (int64_t b = 0; b < p.batch; ++b) chunks += (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk * p.num_value_heads;
-  for (int64_t c : item_costs(*plan)) total_cost += c;
   const char* env = std::getenv("TXOPS_GDR_SPLIT");
   bool split = false;
   if (env != nullptr && std::strcmp(env, "chunks") == 0) {
@@ -186,7 +178,8 @@ void plan_common(GdrPlan* plan, Isa isa) {
   const int64_t dkp = plan->layout.key_dim_padded, dv = p.value_dim, tb = kGdrTokenBlock;
   auto rounded = [](int64_t f) { return (f + 15) / 16 * 16; };
   plan->threads = plan_threads(plan->items, work_items_min(p));
-  const int64_t largest = partition_items(item_costs(*plan), plan->threads, &plan->part_start);
+  const std::vector<int64_t> costs = item_costs(*plan);
+  const int64_t largest = partition_items(costs, plan->threads, &plan->part_start);
   // Prefill stages the fp32 states of every head a thread owns in one sequence (at most Nv, at most its items).
   int64_t most_items = 0;
   for (int k = 0; k < plan->threads; ++k)
@@ -200,7 +193,9 @@ void plan_common(GdrPlan* plan, Isa isa) {
     plan->scratch_floats = gdr_carve_pack(nullptr, dkp16, &s) + gdr_carve_record(nullptr, dkp16, dvp16, &r) +
                            gdr_carve_pass(nullptr, dvp16, &w) +
                            staged_heads * gdr_staged_state_floats(p.key_dim, dvp16);
-    plan_chunk_mode(plan, largest);
+    int64_t total_cost = 0;
+    for (int64_t c : costs) total_cost += c;
+    plan_chunk_mode(plan, largest, total_cost);
   } else {
     plan->scratch_floats = 5 * rounded(tb * dkp) + 2 * rounded(tb * dv) + 3 * rounded(tb) + staged_heads * dv * dkp;
   }
