@@ -41,15 +41,11 @@ TEST(TensorApi, ViewOutsideStorageIsRefused) {
   std::vector<uint16_t> storage(24);
   const int64_t dims[2] = {4, 6};
   const int64_t storage_dims[2] = {4, 6};
-  // Offset 1 pushes the last element past the 24-element storage.
+  // Offset 1 pushes the last element past the 24-element storage: refused at creation.
   aclTensor* t = aclCreateTensor(dims, 2, ACL_BF16, nullptr, 1, ACL_FORMAT_ND, storage_dims, 2, storage.data());
-  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t, nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("storage"), std::string::npos) << aclGetRecentErrMsg();
   TensorView v;
-  Status st = tensor_to_view(t, "query", &v);
-  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
-  EXPECT_NE(st.message().find("query"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("storage"), std::string::npos) << st.message();
-  aclDestroyTensor(t);
   // A strided view that fits: every other row.
   const int64_t dims2[2] = {2, 6};
   const int64_t strides2[2] = {12, 1};

@@ -6,20 +6,22 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "acl/acl.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "runtime/acl_memory.h"
 
 namespace {
 
 struct Runtime {
   std::mutex mutex;
-  std::unordered_map<void*, size_t> device_blocks;
-  std::unordered_set<void*> host_blocks;
+  // Ordered by address, so the block holding any interior pointer is found by one upper_bound.
+  std::map<uintptr_t, size_t> device_blocks;
+  std::map<uintptr_t, size_t> host_blocks;
   std::unordered_set<void*> streams;
   std::unordered_set<void*> contexts;
   bool initialized = false;
@@ -50,6 +52,52 @@ void* aligned_block(size_t size) {
     return p;
   }
   return std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+}
+
+// The block of `blocks` whose [base, base + size) holds p, if any.
+bool block_holding(const std::map<uintptr_t, size_t>& blocks, uintptr_t p, txops::RuntimeBlock* block) {
+  auto it = blocks.upper_bound(p);
+  if (it == blocks.begin()) return false;
+  --it;
+  if (p - it->first >= it->second) return false;
+  block->base = it->first;
+  block->size = it->second;
+  return true;
+}
+
+}  // namespace
+
+namespace txops {
+
+bool find_runtime_block(const void* p, RuntimeBlock* block) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  if (block_holding(rt.device_blocks, address, block)) {
+    block->kind = "aclrtMalloc";
+    return true;
+  }
+  if (block_holding(rt.host_blocks, address, block)) {
+    block->kind = "aclrtMallocHost";
+    return true;
+  }
+  return false;
+}
+
+}  // namespace txops
+
+namespace {
+
+// A copy or fill of `count` bytes at p stays inside p's block when the runtime handed p out (else: the message,
+// false). Pointers it never allocated are the caller's word.
+bool fits_in_block(const void* p, size_t count, const char* api, const char* param) {
+  txops::RuntimeBlock block;
+  if (!txops::find_runtime_block(p, &block)) return true;
+  const size_t available = block.size - (reinterpret_cast<uintptr_t>(p) - block.base);
+  if (count <= available) return true;
+  txops::set_recent_error(std::string(api) + ": count must be <= the " + std::to_string(available) +
+                          " bytes left in " + param + "'s " + block.kind + " block, got " + std::to_string(count));
+  return false;
 }
 
 }  // namespace
@@ -194,7 +242,7 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
                                                  " bytes").c_str());
   }
   std::lock_guard<std::mutex> lock(runtime().mutex);
-  runtime().device_blocks[p] = size;
+  runtime().device_blocks[reinterpret_cast<uintptr_t>(p)] = size;
   *devPtr = p;
   return ACL_SUCCESS;
 }
@@ -205,7 +253,7 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
   void* p = aligned_block(size);
   if (p == nullptr) return fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMallocHost: out of memory");
   std::lock_guard<std::mutex> lock(runtime().mutex);
-  runtime().host_blocks.insert(p);
+  runtime().host_blocks[reinterpret_cast<uintptr_t>(p)] = size;
   *hostPtr = p;
   return ACL_SUCCESS;
 }
@@ -214,7 +262,7 @@ aclError aclrtFree(void* devPtr) {
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be null");
   {
     std::lock_guard<std::mutex> lock(runtime().mutex);
-    if (runtime().device_blocks.erase(devPtr) == 0) {
+    if (runtime().device_blocks.erase(reinterpret_cast<uintptr_t>(devPtr)) == 0) {
       return fail(ACL_ERROR_INVALID_PARAM,
                   "aclrtFree: devPtr was not returned by aclrtMalloc (or was already freed)");
     }
@@ -227,7 +275,7 @@ aclError aclrtFreeHost(void* hostPtr) {
   if (hostPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be null");
   {
     std::lock_guard<std::mutex> lock(runtime().mutex);
-    if (runtime().host_blocks.erase(hostPtr) == 0) {
+    if (runtime().host_blocks.erase(reinterpret_cast<uintptr_t>(hostPtr)) == 0) {
       return fail(ACL_ERROR_INVALID_PARAM,
                   "aclrtFreeHost: hostPtr was not returned by aclrtMallocHost (or was already freed)");
     }
@@ -246,6 +294,9 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, a
   }
   if (count == 0) return ACL_SUCCESS;
   if (dst == nullptr || src == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: dst and src must not be null");
+  if (!fits_in_block(dst, count, "aclrtMemcpy", "dst") || !fits_in_block(src, count, "aclrtMemcpy", "src")) {
+    return ACL_ERROR_INVALID_PARAM;
+  }
   std::memmove(dst, src, count);
   return ACL_SUCCESS;
 }
@@ -257,6 +308,7 @@ aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count)
   }
   if (count == 0) return ACL_SUCCESS;
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemset: devPtr must not be null");
+  if (!fits_in_block(devPtr, count, "aclrtMemset", "devPtr")) return ACL_ERROR_INVALID_PARAM;
   std::memset(devPtr, value, count);
   return ACL_SUCCESS;
 }

@@ -1,12 +1,15 @@
 // acl_tensor.cpp — aclCreateTensor & co. A tensor is a view (dims, strides, offset in elements) over
-// storage (storageDims elements at tensorData). Creation keeps what it is given; each op checks, when it
-// converts the tensor to a view, that the view stays inside its storage (161002 otherwise).
+// storage (storageDims elements at tensorData). Creation refuses (NULL + aclGetRecentErrMsg) a negative or
+// overflowing shape and a view outside its storage; each op checks again when it converts the tensor to a view,
+// and checks the storage against the aclrtMalloc block it points into (161002 otherwise).
 #include "runtime/acl_tensor.h"
 
 #include <cstdlib>
 #include <cstring>
 
 #include "core/status.h"
+#include "core/view_extent.h"
+#include "runtime/acl_memory.h"
 
 namespace {
 
@@ -31,39 +34,67 @@ extern "C" {
 aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
                            const int64_t* stride, int64_t offset, aclFormat format, const int64_t* storageDims,
                            uint64_t storageDimsNum, void* tensorData) {
-  using txops::fail;
-  using txops::StatusCode;
+  auto refuse = [](const std::string& why) -> aclTensor* {
+    txops::set_recent_error("aclCreateTensor: " + why);
+    return nullptr;
+  };
   if (viewDimsNum > static_cast<uint64_t>(txops::kMaxDims)) {
-    txops::set_recent_error("aclCreateTensor: viewDimsNum must be <= 8, got " + std::to_string(viewDimsNum));
-    return nullptr;
+    return refuse("viewDimsNum must be <= 8, got " + std::to_string(viewDimsNum));
   }
-  if (viewDimsNum > 0 && viewDims == nullptr) {
-    txops::set_recent_error("aclCreateTensor: viewDims must not be null when viewDimsNum > 0");
-    return nullptr;
+  if (storageDimsNum > static_cast<uint64_t>(txops::kMaxDims)) {
+    return refuse("storageDimsNum must be <= 8, got " + std::to_string(storageDimsNum));
   }
+  if (viewDimsNum > 0 && viewDims == nullptr) return refuse("viewDims must not be null when viewDimsNum > 0");
   if (storageDimsNum > 0 && storageDims == nullptr) {
-    txops::set_recent_error("aclCreateTensor: storageDims must not be null when storageDimsNum > 0");
-    return nullptr;
+    return refuse("storageDims must not be null when storageDimsNum > 0");
   }
-  if (offset < 0) {
-    txops::set_recent_error("aclCreateTensor: offset must be >= 0, got " + std::to_string(offset));
-    return nullptr;
-  }
-  for (uint64_t i = 0; i < viewDimsNum; ++i) {
+  if (offset < 0) return refuse("offset must be >= 0, got " + std::to_string(offset));
+  const int ndim = static_cast<int>(viewDimsNum);
+  for (int i = 0; i < ndim; ++i) {
     if (viewDims[i] < 0) {
-      txops::set_recent_error("aclCreateTensor: viewDims[" + std::to_string(i) + "] must be >= 0, got " +
-                              std::to_string(viewDims[i]));
-      return nullptr;
+      return refuse("viewDims[" + std::to_string(i) + "] must be >= 0, got " + std::to_string(viewDims[i]));
+    }
+  }
+  for (uint64_t i = 0; i < storageDimsNum; ++i) {
+    if (storageDims[i] < 0) {
+      return refuse("storageDims[" + std::to_string(i) + "] must be >= 0, got " + std::to_string(storageDims[i]));
+    }
+  }
+  // Contiguous strides when none are given, overflow-checked (a huge shape is refused, not wrapped).
+  int64_t strides[txops::kMaxDims] = {};
+  int64_t running = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    strides[i] = stride ? stride[i] : running;
+    if (__builtin_mul_overflow(running, viewDims[i] > 0 ? viewDims[i] : 1, &running)) {
+      return refuse("viewDims overflow int64 in their element count (at viewDims[" + std::to_string(i) +
+                    "] = " + std::to_string(viewDims[i]) + ")");
+    }
+  }
+  // Unknown dtype codes are kept (an operator names them); their size is bounded by 8 bytes here.
+  const size_t elem = known_dtype(dataType) ? txops::dtype_size(static_cast<txops::DType>(dataType)) : 8;
+  txops::ViewExtent extent;
+  int bad_dim = -1;
+  if (txops::compute_extent(ndim, viewDims, strides, elem, &extent, &bad_dim) != txops::ExtentError::kNone) {
+    return refuse("view overflows: its element count or byte span must stay below 2^62 bytes (at dim " +
+                  std::to_string(bad_dim) + ": size " + std::to_string(viewDims[bad_dim]) + ", stride " +
+                  std::to_string(strides[bad_dim]) + ")");
+  }
+  int64_t storage_numel = 0;
+  if (!txops::checked_numel(static_cast<int>(storageDimsNum), storageDims, elem, &storage_numel)) {
+    return refuse("storageDims overflow: their element count must stay below 2^62 bytes");
+  }
+  if (extent.numel > 0) {
+    int64_t lo = 0, hi = 0;
+    if (__builtin_add_overflow(offset, extent.lo, &lo) || __builtin_add_overflow(offset, extent.hi, &hi) ||
+        lo < 0 || hi >= storage_numel) {
+      return refuse("view must lie inside its storage of " + std::to_string(storage_numel) +
+                    " elements, got elements offset " + std::to_string(offset) + " + [" + std::to_string(extent.lo) +
+                    ", " + std::to_string(extent.hi) + "]");
     }
   }
   auto* t = new aclTensor();
   t->view_dims.assign(viewDims, viewDims + viewDimsNum);
-  t->strides.resize(viewDimsNum);
-  int64_t running = 1;
-  for (int64_t i = static_cast<int64_t>(viewDimsNum) - 1; i >= 0; --i) {
-    t->strides[i] = stride ? stride[i] : running;
-    running *= viewDims[i] > 0 ? viewDims[i] : 1;
-  }
+  t->strides.assign(strides, strides + ndim);
   t->offset = offset;
   if (storageDims != nullptr) t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
   t->dtype = dataType;
@@ -167,25 +198,43 @@ Status tensor_to_view(const aclTensor* tensor, const char* param, TensorView* vi
   }
   const auto dtype = static_cast<DType>(tensor->dtype);
   const int ndim = static_cast<int>(tensor->view_dims.size());
-  // Bounds: the lowest and highest element the view reaches must lie in [0, storage elements).
-  int64_t lo = tensor->offset, hi = tensor->offset, numel = 1;
-  for (int d = 0; d < ndim; ++d) {
-    numel *= tensor->view_dims[d];
-    if (tensor->view_dims[d] == 0) continue;
-    const int64_t span = (tensor->view_dims[d] - 1) * tensor->strides[d];
-    if (span < 0) lo += span; else hi += span;
+  const size_t elem = dtype_size(dtype);
+  // aclCreateTensor refused overflowing shapes and views outside their storage; computed again here with
+  // this dtype's size (a tensor created with an unknown code cannot reach this point).
+  ViewExtent extent;
+  int bad_dim = -1;
+  int64_t storage_numel = 0;
+  if (compute_extent(ndim, tensor->view_dims.data(), tensor->strides.data(), elem, &extent, &bad_dim) !=
+          ExtentError::kNone ||
+      !checked_numel(static_cast<int>(tensor->storage_dims.size()), tensor->storage_dims.data(), elem,
+                     &storage_numel)) {
+    return fail(StatusCode::kParamInvalid, "%s shape overflows (element count or byte span beyond 2^62 bytes)",
+                param);
   }
-  if (numel > 0) {
+  if (extent.numel > 0) {
     if (tensor->storage == nullptr) return fail(StatusCode::kNullptr, "%s data must not be null", param);
-    {
-      int64_t storage = 1;
-      for (int64_t s : tensor->storage_dims) storage *= s;
-      if (lo < 0 || hi >= storage) {
+    const int64_t lo = tensor->offset + extent.lo, hi = tensor->offset + extent.hi;
+    if (lo < 0 || hi >= storage_numel) {
+      return fail(StatusCode::kParamInvalid,
+                  "%s view (dims %d, offset %lld) reaches elements [%lld, %lld] outside its storage of %lld "
+                  "elements",
+                  param, ndim, static_cast<long long>(tensor->offset), static_cast<long long>(lo),
+                  static_cast<long long>(hi), static_cast<long long>(storage_numel));
+    }
+    // Memory the runtime handed out is checked against its block: the storage must fit in what is left of
+    // the block from the data pointer on. (Pointers the runtime never allocated are the caller's word.)
+    RuntimeBlock block;
+    if (find_runtime_block(tensor->storage, &block)) {
+      const uint64_t needed = static_cast<uint64_t>(storage_numel) * elem;
+      const uint64_t from = reinterpret_cast<uintptr_t>(tensor->storage) - block.base;
+      const uint64_t available = block.size - from;
+      if (needed > available) {
         return fail(StatusCode::kParamInvalid,
-                    "%s view (dims %d, offset %lld) reaches elements [%lld, %lld] outside its storage of %lld "
-                    "elements",
-                    param, ndim, static_cast<long long>(tensor->offset), static_cast<long long>(lo),
-                    static_cast<long long>(hi), static_cast<long long>(storage));
+                    "%s storage needs %llu bytes (%lld elements of %s) but its %s block has %llu bytes from the "
+                    "data pointer on (block of %llu bytes, data at byte %llu)",
+                    param, static_cast<unsigned long long>(needed), static_cast<long long>(storage_numel),
+                    dtype_name(dtype), block.kind, static_cast<unsigned long long>(available),
+                    static_cast<unsigned long long>(block.size), static_cast<unsigned long long>(from));
       }
     }
   }

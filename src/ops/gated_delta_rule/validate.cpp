@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "core/view_extent.h"
 #include "ops/gated_delta_rule/args.h"
 
 namespace txops {
@@ -22,6 +23,8 @@ constexpr int64_t kCannDecodeMaxSeqLength = 8;
 bool cann() { return compat_mode() == Compat::kCann; }
 
 Status require_data(const TensorView& v, const char* name) {
+  Status extent = check_view_extent(v, name);  // first: every later rule does arithmetic on shape and strides
+  if (!extent.ok()) return extent;
   if (v.data == nullptr) return fail(StatusCode::kNullptr, "%s must not be null, got a null data pointer", name);
   return Status();
 }

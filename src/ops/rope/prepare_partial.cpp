@@ -1,5 +1,5 @@
 // prepare_partial.cpp — phase one of aclnnInterleaveRope and aclnnInplacePartialRotaryMul(Grad): the rules of
-// shared/spec/rope.md in order (one check, one code, one message each), then the row plan.
+// docs/rope.md in order (one check, one code, one message each), then the row plan.
 // Codes: null data 161001; dtype, attribute and output-view problems 161002; ranks, shapes, slice, mode 561002.
 // TXOPS_COMPAT=cann narrows to CANN's documented support with CANN's codes (see README.md).
 #include <cstdio>
@@ -127,6 +127,15 @@ static Status prepare_partial(bool backward, const TensorView& x, const TensorVi
                 static_cast<long long>(d), static_cast<long long>(end));
   }
   const int64_t width = end - start;
+  // An empty slice (start == end, CANN's default {0, 0} included) is a no-op that CANN returns from at once:
+  // decided here, before the slice-length rules on cos/sin, after the rules every call obeys (ranks above,
+  // cos/sin ranks below).
+  if (width == 0) {
+    ROPE_CHECK(check_rank(cos, "cos", 4, kShape));
+    ROPE_CHECK(check_rank(sin, "sin", 4, kShape));
+    plan_nothing(op);
+    return Status();
+  }
   const int64_t multiple = mode == 2 ? 4 : 2;
   if (width % multiple != 0) {
     return fail(kShape, "partialSlice length (end - start) must be a multiple of %lld for rotaryMode %lld, got %lld",
@@ -152,7 +161,7 @@ static Status prepare_partial(bool backward, const TensorView& x, const TensorVi
     ROPE_CHECK(check_contiguous(sin, "sin"));
   }
 
-  if (width == 0 || has_zero_extent(x)) {
+  if (has_zero_extent(x)) {
     plan_nothing(op);
     return Status();
   }

@@ -8,12 +8,14 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "core/view_extent.h"
 #include "ops/rope/args.h"
 
 namespace txops {
 namespace rope {
 
 Status check_data(const TensorView& v, const char* name) {
+  ROPE_CHECK(check_view_extent(v, name));  // first: every later rule does arithmetic on shape and strides
   if (v.data != nullptr || has_zero_extent(v)) return Status();
   return fail(StatusCode::kNullptr, "%s data must not be null, got nullptr for shape %s", name,
               v.shape_string().c_str());

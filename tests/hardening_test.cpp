@@ -1,0 +1,263 @@
+// hardening_test.cpp — regression tests for defects found from outside (issue 8): a tensor whose storage claims
+// more bytes than its aclrtMalloc block (was: SIGSEGV in phase two), shapes whose element count or strides
+// overflow int64 (was: accepted, undefined behaviour), InplacePartialRotaryMul(Grad) with an empty slice and any
+// cos/sin last dim (was: 561002). Each test failed before its fix.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_chunk_gated_delta_rule.h"
+#include "aclnnop/aclnn_inplace_partial_rotary_mul.h"
+#include "aclnnop/aclnn_inplace_partial_rotary_mul_grad.h"
+#include "aclnnop/aclnn_interleave_rope.h"
+#include "txops/txops.h"
+
+namespace {
+
+std::string recent() { return aclGetRecentErrMsg(); }
+
+// A device block of `bytes`, freed at scope exit.
+struct DeviceBlock {
+  explicit DeviceBlock(size_t bytes) : size(bytes) {
+    EXPECT_EQ(aclrtMalloc(&ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    std::memset(ptr, 0, bytes);
+  }
+  ~DeviceBlock() { aclrtFree(ptr); }
+  void* ptr = nullptr;
+  size_t size;
+};
+
+aclTensor* contiguous(const std::vector<int64_t>& dims, aclDataType dtype, void* data) {
+  return aclCreateTensor(dims.data(), dims.size(), dtype, nullptr, 0, ACL_FORMAT_ND, dims.data(), dims.size(), data);
+}
+
+// --- defect 1: storage larger than its aclrtMalloc block -------------------------------------------------------
+
+TEST(Hardening, StorageLargerThanItsMallocBlockIsRefusedInPhaseOne) {
+  DeviceBlock small(4096), cs(64 * 64 * 4), out(64 * 64 * 64 * 4);
+  // x claims 64x64x64 fp32 (1 MiB) on a 4 KiB block.
+  aclTensor* x = contiguous({1, 64, 64, 64}, ACL_FLOAT, small.ptr);
+  aclTensor* cos = contiguous({1, 1, 64, 64}, ACL_FLOAT, cs.ptr);
+  aclTensor* sin = contiguous({1, 1, 64, 64}, ACL_FLOAT, cs.ptr);
+  aclTensor* o = contiguous({1, 64, 64, 64}, ACL_FLOAT, out.ptr);
+  ASSERT_NE(x, nullptr) << recent();
+  uint64_t ws = 0;
+  aclOpExecutor* exec = nullptr;
+  EXPECT_EQ(aclnnInterleaveRopeGetWorkspaceSize(x, cos, sin, o, &ws, &exec), ACLNN_ERR_PARAM_INVALID);
+  const std::string msg = recent();
+  EXPECT_NE(msg.find("x storage needs 1048576 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("aclrtMalloc block has 4096 bytes"), std::string::npos) << msg;
+  EXPECT_EQ(exec, nullptr);
+  for (aclTensor* t : {x, cos, sin, o}) aclDestroyTensor(t);
+}
+
+TEST(Hardening, InteriorPointerIsCheckedAgainstTheRestOfItsBlock) {
+  DeviceBlock block(64 * 64 * 4 + 256);
+  // 64x64 fp32 fits from the block's start, but not from 512 bytes in.
+  char* base = static_cast<char*>(block.ptr);
+  aclTensor* fits = contiguous({1, 1, 64, 64}, ACL_FLOAT, base);
+  aclTensor* late = contiguous({1, 1, 64, 64}, ACL_FLOAT, base + 512);
+  DeviceBlock cs(64 * 4);
+  aclTensor* cos = contiguous({1, 1, 1, 64}, ACL_FLOAT, cs.ptr);
+  uint64_t ws = 0;
+  aclOpExecutor* exec = nullptr;
+  ASSERT_EQ(aclnnInterleaveRopeGetWorkspaceSize(fits, cos, cos, fits, &ws, &exec), ACLNN_SUCCESS) << recent();
+  EXPECT_EQ(aclnnInterleaveRope(nullptr, ws, exec, nullptr), ACLNN_SUCCESS) << recent();
+  exec = nullptr;
+  EXPECT_EQ(aclnnInterleaveRopeGetWorkspaceSize(late, cos, cos, late, &ws, &exec), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("from the data pointer on"), std::string::npos) << recent();
+  for (aclTensor* t : {fits, late, cos}) aclDestroyTensor(t);
+}
+
+TEST(Hardening, MallocHostBlocksAreCheckedAndForeignMemoryIsNot) {
+  void* host = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&host, 1024), ACL_SUCCESS);
+  DeviceBlock lens(4), state(2 * 16 * 16 * 4);
+  // ChunkGatedDeltaRule with query claiming 64 tokens x 2 heads x 16 fp32 (8 KiB) in a 1 KiB host block.
+  aclTensor* q = contiguous({64, 2, 16}, ACL_FLOAT, host);
+  std::vector<float> k(64 * 2 * 16), v(64 * 2 * 16), b(64 * 2), o(64 * 2 * 16);
+  aclTensor* kt = contiguous({64, 2, 16}, ACL_FLOAT, k.data());
+  aclTensor* vt = contiguous({64, 2, 16}, ACL_FLOAT, v.data());
+  aclTensor* bt = contiguous({64, 2}, ACL_FLOAT, b.data());
+  aclTensor* ot = contiguous({64, 2, 16}, ACL_FLOAT, o.data());
+  const int32_t len = 64;
+  std::memcpy(lens.ptr, &len, 4);
+  aclTensor* lt = contiguous({1}, ACL_INT32, lens.ptr);
+  aclTensor* s0 = contiguous({1, 2, 16, 16}, ACL_FLOAT, state.ptr);
+  std::vector<float> s1(2 * 16 * 16);
+  aclTensor* s1t = contiguous({1, 2, 16, 16}, ACL_FLOAT, s1.data());
+  uint64_t ws = 0;
+  aclOpExecutor* exec = nullptr;
+  EXPECT_EQ(aclnnChunkGatedDeltaRuleGetWorkspaceSize(q, kt, vt, bt, s0, lt, nullptr, 0.25f, ot, s1t, &ws, &exec),
+            ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("query storage needs 8192 bytes"), std::string::npos) << recent();
+  EXPECT_NE(recent().find("aclrtMallocHost block has 1024 bytes"), std::string::npos) << recent();
+  for (aclTensor* t : {q, kt, vt, bt, ot, lt, s0, s1t}) aclDestroyTensor(t);
+  EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS);
+}
+
+TEST(Hardening, FreedBlockIsNoLongerKnown) {
+  void* p = nullptr;
+  ASSERT_EQ(aclrtMalloc(&p, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtFree(p), ACL_SUCCESS);
+  EXPECT_NE(aclrtFree(p), ACL_SUCCESS);  // the record is gone with the block
+}
+
+// --- defect 2: overflow at creation --------------------------------------------------------------------------
+
+TEST(Hardening, OverflowingShapesAreRefusedAtCreation) {
+  std::vector<float> buf(64);
+  const int64_t big = int64_t{1} << 40;
+  const int64_t dims[4] = {big, big, big, 64};
+  EXPECT_EQ(aclCreateTensor(dims, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dims, 4, buf.data()), nullptr);
+  EXPECT_NE(recent().find("aclCreateTensor: viewDims overflow int64"), std::string::npos) << recent();
+  // Explicit strides whose span overflows.
+  const int64_t d2[2] = {1 << 20, 4}, s2[2] = {int64_t{1} << 50, 1}, storage = 64;
+  EXPECT_EQ(aclCreateTensor(d2, 2, ACL_FLOAT, s2, 0, ACL_FORMAT_ND, &storage, 1, buf.data()), nullptr);
+  EXPECT_NE(recent().find("overflows"), std::string::npos) << recent();
+  // A negative stride reaching INT64_MIN.
+  const int64_t d3[1] = {3}, s3[1] = {INT64_MIN / 2};
+  EXPECT_EQ(aclCreateTensor(d3, 1, ACL_FLOAT, s3, 0, ACL_FORMAT_ND, &storage, 1, buf.data()), nullptr);
+  // Storage dims whose product overflows, and a negative storage dim.
+  const int64_t d4[1] = {4}, st4[2] = {int64_t{1} << 40, int64_t{1} << 40}, neg[1] = {-4};
+  EXPECT_EQ(aclCreateTensor(d4, 1, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, st4, 2, buf.data()), nullptr);
+  EXPECT_NE(recent().find("storageDims overflow"), std::string::npos) << recent();
+  EXPECT_EQ(aclCreateTensor(d4, 1, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, neg, 1, buf.data()), nullptr);
+  EXPECT_NE(recent().find("storageDims[0] must be >= 0"), std::string::npos) << recent();
+  // Offset + span beyond int64.
+  const int64_t d5[1] = {2}, s5[1] = {1};
+  EXPECT_EQ(aclCreateTensor(d5, 1, ACL_FLOAT, s5, INT64_MAX, ACL_FORMAT_ND, &storage, 1, buf.data()), nullptr);
+  // Nine storage dims.
+  const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(aclCreateTensor(d5, 1, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nine, 9, buf.data()), nullptr);
+}
+
+TEST(Hardening, ViewOutsideItsStorageIsRefusedAtCreation) {
+  std::vector<float> buf(64);
+  const int64_t dims[2] = {4, 16}, storage = 64;
+  EXPECT_NE(aclCreateTensor(dims, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, &storage, 1, buf.data()), nullptr);
+  EXPECT_EQ(aclCreateTensor(dims, 2, ACL_FLOAT, nullptr, 1, ACL_FORMAT_ND, &storage, 1, buf.data()), nullptr);
+  EXPECT_NE(recent().find("must lie inside its storage of 64 elements"), std::string::npos) << recent();
+  const int64_t back[2] = {-16, 1};  // rows walking backwards from offset 0: element -48
+  EXPECT_EQ(aclCreateTensor(dims, 2, ACL_FLOAT, back, 0, ACL_FORMAT_ND, &storage, 1, buf.data()), nullptr);
+  aclTensor* ok = aclCreateTensor(dims, 2, ACL_FLOAT, back, 48, ACL_FORMAT_ND, &storage, 1, buf.data());
+  EXPECT_NE(ok, nullptr) << recent();
+  aclDestroyTensor(ok);
+  // An empty view reaches nothing: any offset inside int64 is fine.
+  const int64_t empty[2] = {0, 16};
+  ok = aclCreateTensor(empty, 2, ACL_FLOAT, nullptr, 1000, ACL_FORMAT_ND, &storage, 1, buf.data());
+  EXPECT_NE(ok, nullptr) << recent();
+  aclDestroyTensor(ok);
+}
+
+TEST(Hardening, CppApiRefusesOverflowingViews) {
+  std::vector<float> buf(64);
+  const int64_t big = int64_t{1} << 40;
+  const int64_t shape[4] = {big, big, big, 64};
+  txops::TensorView x = txops::TensorView::make(buf.data(), txops::DType::kF32, 4, shape, nullptr);
+  txops::TensorView cos(buf.data(), txops::DType::kF32, {1, 1, 1, 64});
+  txops::Status st = txops::interleave_rope(x, cos, cos, x);
+  EXPECT_EQ(st.code(), txops::StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("x shape"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("overflows"), std::string::npos) << st.message();
+  // A hand-made view with ndim out of range.
+  txops::TensorView bad = cos;
+  bad.ndim = 100;
+  st = txops::interleave_rope(bad, cos, cos, bad);
+  EXPECT_EQ(st.code(), txops::StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("ndim must be in [0, 8]"), std::string::npos) << st.message();
+}
+
+// --- defect 3: InplacePartialRotaryMul(Grad) with an empty slice -----------------------------------------------
+
+class EmptySlice : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EmptySlice, IsANoOpWhateverTheCosLastDim) {
+  const bool grad = GetParam();
+  std::vector<uint16_t> x(2 * 4 * 3 * 192);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i * 2654435761u >> 16);
+  const std::vector<uint16_t> before = x;
+  std::vector<uint16_t> cs(4 * 128, 0x3c00);
+  aclTensor* xt = contiguous({2, 4, 3, 192}, ACL_BF16, x.data());
+  aclTensor* ct = contiguous({1, 4, 1, 128}, ACL_BF16, cs.data());
+  auto phase_one = [&](const aclIntArray* slice, aclOpExecutor** exec) {
+    uint64_t ws = 0;
+    return grad ? aclnnInplacePartialRotaryMulGradGetWorkspaceSize(xt, ct, ct, 1, slice, &ws, exec)
+                : aclnnInplacePartialRotaryMulGetWorkspaceSize(xt, ct, ct, 1, slice, &ws, exec);
+  };
+  auto phase_two = [&](aclOpExecutor* exec) {
+    return grad ? aclnnInplacePartialRotaryMulGrad(nullptr, 0, exec, nullptr)
+                : aclnnInplacePartialRotaryMul(nullptr, 0, exec, nullptr);
+  };
+  for (auto bounds : {std::pair<int64_t, int64_t>{0, 0}, {64, 64}, {192, 192}, {7, 7}}) {
+    const int64_t v[2] = {bounds.first, bounds.second};
+    aclIntArray* slice = aclCreateIntArray(v, 2);
+    aclOpExecutor* exec = nullptr;
+    ASSERT_EQ(phase_one(slice, &exec), ACLNN_SUCCESS) << "[" << v[0] << ", " << v[1] << "): " << recent();
+    ASSERT_EQ(phase_two(exec), ACLNN_SUCCESS) << recent();
+    EXPECT_EQ(x, before) << "[" << v[0] << ", " << v[1] << ") changed x";
+    aclDestroyIntArray(slice);
+  }
+  // The other rules still apply to an empty slice: start <= end <= D, cos rank, null tensors.
+  const int64_t past[2] = {193, 193};
+  aclIntArray* slice = aclCreateIntArray(past, 2);
+  aclOpExecutor* exec = nullptr;
+  EXPECT_EQ(phase_one(slice, &exec), ACLNN_ERR_INNER_TILING_ERROR);
+  EXPECT_NE(recent().find("partialSlice start"), std::string::npos) << recent();
+  aclDestroyIntArray(slice);
+  const int64_t zero[2] = {0, 0};
+  slice = aclCreateIntArray(zero, 2);
+  aclTensor* c3 = contiguous({4, 1, 128}, ACL_BF16, cs.data());
+  uint64_t ws = 0;
+  EXPECT_EQ(grad ? aclnnInplacePartialRotaryMulGradGetWorkspaceSize(xt, c3, c3, 1, slice, &ws, &exec)
+                 : aclnnInplacePartialRotaryMulGetWorkspaceSize(xt, c3, c3, 1, slice, &ws, &exec),
+            ACLNN_ERR_INNER_TILING_ERROR);
+  EXPECT_NE(recent().find("cos"), std::string::npos) << recent();
+  EXPECT_EQ(grad ? aclnnInplacePartialRotaryMulGradGetWorkspaceSize(xt, nullptr, ct, 1, slice, &ws, &exec)
+                 : aclnnInplacePartialRotaryMulGetWorkspaceSize(xt, nullptr, ct, 1, slice, &ws, &exec),
+            ACLNN_ERR_PARAM_NULLPTR);
+  aclDestroyIntArray(slice);
+  for (aclTensor* t : {xt, ct, c3}) aclDestroyTensor(t);
+}
+
+INSTANTIATE_TEST_SUITE_P(ForwardAndGrad, EmptySlice, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Grad" : "Forward"; });
+
+TEST(Hardening, EmptySliceNoOpThroughTheCppApi) {
+  std::vector<float> x(1 * 2 * 3 * 64, 1.5f);
+  const std::vector<float> before = x;
+  std::vector<float> cs(128, 0.5f);
+  txops::TensorView xv(x.data(), txops::DType::kF32, {1, 2, 3, 64});
+  txops::TensorView cv(cs.data(), txops::DType::kF32, {1, 1, 1, 128});
+  EXPECT_TRUE(txops::inplace_partial_rotary_mul(xv, cv, cv, txops::RotaryMode::kHalf, 32, 32).ok());
+  EXPECT_EQ(x, before);
+}
+
+}  // namespace
+
+namespace {
+
+// Copies and fills are checked against the block the runtime handed out, whatever destMax claims.
+TEST(Hardening, MemcpyAndMemsetStayInsideTheirBlocks) {
+  void* a = nullptr;
+  void* b = nullptr;
+  ASSERT_EQ(aclrtMalloc(&a, 100, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&b, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemset(a, 4096, 0, 100), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemset(a, 4096, 0, 101), ACL_ERROR_INVALID_PARAM);
+  EXPECT_NE(recent().find("100 bytes left in devPtr's aclrtMalloc block"), std::string::npos) << recent();
+  EXPECT_EQ(aclrtMemset(static_cast<char*>(a) + 60, 4096, 0, 41), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtMemcpy(b, 4096, a, 100, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemcpy(b, 4096, a, 200, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_ERROR_INVALID_PARAM);  // reads past a
+  EXPECT_NE(recent().find("src's aclrtMalloc block"), std::string::npos) << recent();
+  EXPECT_EQ(aclrtMemcpy(a, 4096, b, 200, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_ERROR_INVALID_PARAM);  // writes past a
+  EXPECT_NE(recent().find("dst's aclrtMalloc block"), std::string::npos) << recent();
+  EXPECT_EQ(aclrtFree(a), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(b), ACL_SUCCESS);
+}
+
+}  // namespace
