@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""py_bench.py — txops from Python against PyTorch eager, per shape suite case (shared/performance.md), and the
+"""py_bench.py — txops from Python against PyTorch eager, per shape suite case (docs/measurement.md), and the
 per-call overhead of the Python binding.
 
 For each case both sides get the same tensors (shapes, dtype, thread count): txops through the txops package

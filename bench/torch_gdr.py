@@ -3,7 +3,7 @@
 
 Prefill: a chunked gated delta rule written in PyTorch (chunk 64, the WY / UT-transform form that CPU users
 run as a fallback, as in flash-linear-attention's naive chunk code; written here from the maths of
-shared/spec/gated_delta_rule.md): per sequence, every value head at once, inputs widened to fp32.
+docs/gated_delta_rule.md): per sequence, every value head at once, inputs widened to fp32.
 Decode: the one-token recurrent update on a gathered batch of states from the pool, scattered back.
 Reads `txops bench --json FILE` (--compare FILE), rebuilds each case from its shape string, and prints txops
 time, PyTorch time and the speed-up (PyTorch min / txops min) with a summary. Before timing, the PyTorch

@@ -1,4 +1,4 @@
-// gdr_validation_test.cpp — one case per rule of shared/spec/gated_delta_rule.md for both operators, each run
+// gdr_validation_test.cpp — one case per rule of docs/gated_delta_rule.md for both operators, each run
 // through the C++ API and the aclnn API: the status code (prefill: null 161001, dtype/format 161002, shape or
 // constraint 561002, sequence lengths 161002; decode: null 161001, everything else 161002), a one-line
 // message with the API prefix that names the parameter; TXOPS_COMPAT=cann limits via set_compat_mode.

@@ -23,7 +23,7 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
-// One row of D = 4 with distinct cos/sin halves, each mode by hand from shared/spec/rope.md.
+// One row of D = 4 with distinct cos/sin halves, each mode by hand from docs/rope.md.
 TEST(RopeReference, HandWorkedRowsPerMode) {
   float x[4] = {1, 2, 3, 4}, c[4] = {0.5f, 0.25f, 2, 4}, s[4] = {1, -1, 0.5f, 3};
   TensorView xv(x, DType::kF32, {1, 1, 1, 4}), cv(c, DType::kF32, {1, 1, 1, 4}), sv(s, DType::kF32, {1, 1, 1, 4});

@@ -1,4 +1,4 @@
-// rope_validation_test.cpp — one case per validation rule of shared/spec/rope.md, each checked through the C++
+// rope_validation_test.cpp — one case per validation rule of docs/rope.md, each checked through the C++
 // API (status code; message "txops::<fn>: " + names the parameter, one line) and through the aclnn API
 // (phase-one code; aclGetRecentErrMsg() starts with "aclnn<Op>: " and names the parameter). Also the CANN
 // compat mode (TXOPS_COMPAT=cann via set_compat_mode): what CANN refuses is refused with CANN's code.

@@ -62,7 +62,7 @@ struct CaseSpec {
   std::string shape() const { return variant.empty() ? dims.str() : dims.str() + "," + variant; }
 };
 
-// The suites of shared/performance.md. `quick` shrinks every shape to a CI-smoke size.
+// The suites of docs/measurement.md. `quick` shrinks every shape to a CI-smoke size.
 std::vector<CaseSpec> rope_suites(bool quick);  // cases_rope.cpp
 std::vector<CaseSpec> gdr_suites(bool quick);   // cases_gdr.cpp
 

@@ -1,4 +1,4 @@
-// cases_gdr.cpp — the gated delta rule suites of shared/performance.md as bench cases: qwen3-next-prefill
+// cases_gdr.cpp — the gated delta rule suites of docs/measurement.md as bench cases: qwen3-next-prefill
 // (ChunkGatedDeltaRule, Nk=16, Nv=32, Dk=Dv=128: one sequence of T, B equal sequences, B ragged ones; and one
 // sequence on one head, Nk=Nv=1, the chunk-parallel case) and
 // qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool). bf16 by default (q, k,

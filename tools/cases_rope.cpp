@@ -1,4 +1,4 @@
-// cases_rope.cpp — the RoPE suites of shared/performance.md as bench cases: llama3-8b-train
+// cases_rope.cpp — the RoPE suites of docs/measurement.md as bench cases: llama3-8b-train
 // (ApplyRotaryPosEmbGrad), llama3-8b-decode (ApplyRotaryPosEmbV2), deepseek-v3-mla (InterleaveRope) and
 // deepseek-v3-partial (InplacePartialRotaryMul and its Grad), each in bf16, fp16 and fp32.
 // Bytes counted (each tensor once): every input the op reads (cos and sin at their own, broadcast size) plus

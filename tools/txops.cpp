@@ -14,7 +14,7 @@
 namespace {
 
 const char kUsage[] =
-    "usage: txops bench [options]   run the shape suites (see shared/performance.md)\n"
+    "usage: txops bench [options]   run the shape suites (see docs/measurement.md)\n"
     "       txops info              CPU features, threads and a quick probe\n"
     "\n"
     "bench options:\n"

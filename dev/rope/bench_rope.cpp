@@ -1,5 +1,5 @@
 // bench_rope.cpp — rope-ops' throwaway timing program (not built by CMake): the large suite shapes of
-// shared/performance.md against a same-run non-temporal copy of the same number of bytes, 1 and 2 threads.
+// docs/measurement.md against a same-run non-temporal copy of the same number of bytes, 1 and 2 threads.
 // Effective bandwidth = (bytes the op must read + bytes it must write) / time; ratio = op GB/s / copy GB/s.
 // Build and run: see dev/rope/README.md.
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-/* aclnn_chunk_gated_delta_rule.h — ChunkGatedDeltaRule (Gated DeltaNet prefill over variable-length sequences); see shared/spec/gated_delta_rule.md. */
+/* aclnn_chunk_gated_delta_rule.h — ChunkGatedDeltaRule (Gated DeltaNet prefill over variable-length sequences); see docs/gated_delta_rule.md. */
 #ifndef TXOPS_ACLNNOP_CHUNK_GATED_DELTA_RULE_H_
 #define TXOPS_ACLNNOP_CHUNK_GATED_DELTA_RULE_H_
 

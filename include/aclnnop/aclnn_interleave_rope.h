@@ -1,4 +1,4 @@
-/* aclnn_interleave_rope.h — InterleaveRope (DeepSeek MLA RoPE): out = interleave-half rotation of x; see shared/spec/rope.md. */
+/* aclnn_interleave_rope.h — InterleaveRope (DeepSeek MLA RoPE): out = interleave-half rotation of x; see docs/rope.md. */
 #ifndef TXOPS_ACLNNOP_INTERLEAVE_ROPE_H_
 #define TXOPS_ACLNNOP_INTERLEAVE_ROPE_H_
 

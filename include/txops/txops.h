@@ -108,7 +108,7 @@ TXOPS_CPP_API bool verbose();
 TXOPS_CPP_API void set_verbose(bool on);
 
 // ---------------------------------------------------------------------------------------------------
-// Rotary position embedding (shared/spec/rope.md). cos/sin are full width; all maths in fp32, one
+// Rotary position embedding (docs/rope.md). cos/sin are full width; all maths in fp32, one
 // rounding (round-to-nearest-even) to the output dtype.
 enum class RotaryMode : int32_t { kHalf = 0, kInterleave = 1, kQuarter = 2, kInterleaveHalf = 3 };
 enum class Layout : int32_t { kBSND = 1, kSBND = 2, kBNSD = 3, kTND = 4 };
@@ -141,7 +141,7 @@ TXOPS_CPP_API Status apply_rotary_pos_emb_grad(const TensorView& grad_query_embe
                                                const TensorView* grad_sin);
 
 // ---------------------------------------------------------------------------------------------------
-// Gated delta rule (shared/spec/gated_delta_rule.md).
+// Gated delta rule (docs/gated_delta_rule.md).
 
 // Prefill. query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), initial_state / final_state
 // (B, Nv, Dv, Dk), actual_seq_lengths (B,) int32, g (T, Nv) fp32 or null, out (T, Nv, Dv).

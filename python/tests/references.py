@@ -1,4 +1,4 @@
-"""Pure-PyTorch versions of the txops operators (shared/spec/rope.md, gated_delta_rule.md), written for reading:
+"""Pure-PyTorch versions of the txops operators (docs/rope.md, docs/gated_delta_rule.md), written for reading:
 fp64 references for the forward results, and differentiable fp32 forwards for checking autograd."""
 import torch
 

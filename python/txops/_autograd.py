@@ -5,7 +5,7 @@ inplace_partial_rotary_mul_grad over the whole head dim (x (B, N, S, D) read as 
 operator's broadcasting rules accept); apply_rotary_pos_emb's is apply_rotary_pos_emb_grad, which also yields
 grad cos / grad sin. txops has no operator for the cos/sin gradients of interleave_rope and
 inplace_partial_rotary_mul, so those (only computed when cos or sin requires grad) are torch reductions of the
-spec's formulas (shared/spec/rope.md): dcos = sum(dy * x), dsin = sum(dy * rot(x)) over the broadcast axes.
+spec's formulas (docs/rope.md): dcos = sum(dy * x), dsin = sum(dy * rot(x)) over the broadcast axes.
 The in-place forwards mark their outputs dirty, as torch's own in-place ops do (apply_rotary_pos_emb on views:
 see its function).
 """

@@ -1,7 +1,7 @@
 """The gated-delta-rule operators of txops (Gated DeltaNet linear attention, as in Qwen3-Next) for torch tensors
 and numpy arrays: chunk_gated_delta_rule for prefill, recurrent_gated_delta_rule for decode on a state pool.
 
-Shapes (shared/spec/gated_delta_rule.md): query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), g (T, Nv) fp32,
+Shapes (docs/gated_delta_rule.md): query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), g (T, Nv) fp32,
 states (B | BlockNum, Nv, Dv, Dk); T concatenates the sequences, whose lengths are actual_seq_lengths (int32).
 These operators have no backward in txops: with torch, call them under torch.no_grad() / inference_mode().
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """rope_autograd_check.py — the RoPE backward ops of libtxops.so against torch.autograd.
 
-The forward of each rotation mode is written here in plain PyTorch from shared/spec/rope.md; autograd of
+The forward of each rotation mode is written here in plain PyTorch from docs/rope.md; autograd of
 that forward (in float64) gives dx, dcos and dsin. txops is called through its aclnn C API with ctypes
 (aclCreateTensor on the torch tensors' data pointers), on float32 copies of the same values, and must agree
 to ~1e-5. Covers aclnnApplyRotaryPosEmbGrad (half, interleave, quarter; with query/key for gradCos/gradSin;

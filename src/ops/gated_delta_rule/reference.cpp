@@ -1,4 +1,4 @@
-// reference.cpp — the fp64 oracle of the gated delta rule (shared/spec/gated_delta_rule.md): the
+// reference.cpp — the fp64 oracle of the gated delta rule (docs/gated_delta_rule.md): the
 // token-by-token recurrence, one state matrix S (Dv x Dk) per (sequence, value head), in double.
 // Inputs are read through their strides (load_f64) and never modified; outputs are row-major doubles.
 // Written for reading, not for speed: every fast kernel is judged against this file.

@@ -1,5 +1,5 @@
 // reference.h — the fp64 oracle of the gated delta rule: the token-by-token recurrence of
-// shared/spec/gated_delta_rule.md in double, written for reading. Takes the public op's arguments (valid
+// docs/gated_delta_rule.md in double, written for reading. Takes the public op's arguments (valid
 // ones), writes outputs as contiguous row-major std::vector<double>. Nothing it is given is modified.
 // Used by tests and by `txops bench`.
 #ifndef TXOPS_OPS_GATED_DELTA_RULE_REFERENCE_H_

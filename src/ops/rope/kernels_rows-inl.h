@@ -35,7 +35,7 @@ using txops::HWY_NAMESPACE::StoreScalarF32;
 using txops::HWY_NAMESPACE::StreamF32;
 
 // ------------------------------------------------------------------------------------------------
-// fp32 rows: the formulas of shared/spec/rope.md, one element at a time (strided rows, SCALAR target).
+// fp32 rows: the formulas of docs/rope.md, one element at a time (strided rows, SCALAR target).
 
 // y[o..o+2h) from x: the half rule on the block of 2h channels starting at o.
 HWY_INLINE void HalfBlockF32(bool bwd, const float* x, const float* c, const float* s, float* y, int64_t o,

@@ -16,7 +16,7 @@ using namespace rope;
 
 static constexpr StatusCode kInvalid = StatusCode::kParamInvalid;
 
-// Where B, S (or T) and N sit in each layout (shared/spec/rope.md); cos has N = 1, B in {1, B}, S = S.
+// Where B, S (or T) and N sit in each layout (docs/rope.md); cos has N = 1, B in {1, B}, S = S.
 struct LayoutDims {
   int rank;
   int b_dim;  // -1 for TND

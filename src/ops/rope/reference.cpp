@@ -1,4 +1,4 @@
-// reference.cpp — the fp64 oracle of the five RoPE operators (shared/spec/rope.md), written for reading.
+// reference.cpp — the fp64 oracle of the five RoPE operators (docs/rope.md), written for reading.
 //
 // Every op works on "rows": all leading indices of a tensor, the last axis being the head dim D. For one row
 // x[0..L) with its cos/sin rows c[0..L), s[0..L) (full width: halves and quarters may differ) the four modes are

@@ -1,4 +1,4 @@
-// reference.h — the fp64 oracle of the RoPE operators, written for reading (shared/spec/rope.md). Each
+// reference.h — the fp64 oracle of the RoPE operators, written for reading (docs/rope.md). Each
 // function takes the public op's arguments (valid ones: it does not validate), reads the stored input values
 // (widened exactly to double), computes in double, and writes each output as a contiguous row-major
 // std::vector<double> in that output's logical shape. Nothing it is given is modified. Used by tests and by
