@@ -25,7 +25,7 @@ TEST(Runtime, InitFinalizeAndWrongOrder) {
 
 TEST(Runtime, DevicesAndContexts) {
   EXPECT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
-  EXPECT_EQ(aclrtSetDevice(1), ACL_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(aclrtSetDevice(1), ACL_ERROR_RT_INVALID_DEVICEID);  // 107001, as CANN's runtime
   EXPECT_NE(std::string(aclGetRecentErrMsg()).find("deviceId"), std::string::npos);
   uint32_t count = 0;
   EXPECT_EQ(aclrtGetDeviceCount(&count), ACL_SUCCESS);

@@ -21,7 +21,8 @@ static aclnnStatus phase_one(const char* api, bool backward, aclTensor* xRef, co
   if (st.ok()) st = tensor_to_view(sin, "sin", &sv);
   if (st.ok()) st = check_phase_one_outputs(workspaceSize, executor);
   uint64_t slice_len = 0;
-  const int64_t* slice = int_array_values(partialSlice, &slice_len);
+  const int64_t* slice = nullptr;
+  if (st.ok()) st = int_array_to_values(partialSlice, "partialSlice", &slice, &slice_len);
   PreparedOp op;
   if (st.ok()) {
     st = backward ? prepare_inplace_partial_rotary_mul_grad(xv, cv, sv, rotaryMode, slice, slice_len, &op)

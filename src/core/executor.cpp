@@ -1,4 +1,5 @@
-// executor.cpp — the live-executor registry and the shared phase-one / phase-two plumbing of aclnn calls.
+// executor.cpp — the live-executor registry and the shared phase-one / phase-two plumbing of aclnn calls, and
+// CANN's aclSetAclOpExecutorRepeatable / aclDestroyAclOpExecutor (threading rules: executor.h).
 #include "core/executor.h"
 
 #include <cstdlib>
@@ -47,14 +48,18 @@ aclnnStatus publish_executor(aclOpExecutor* executor, const char* api_name, uint
   return ACLNN_SUCCESS;
 }
 
+constexpr const char* kNotLive =
+    "executor is not live (already run by a non-repeatable phase two, destroyed, or not made by a "
+    "GetWorkspaceSize call)";
+
 aclnnStatus run_executor(const char* api_name, void* workspace, uint64_t workspace_size, aclOpExecutor* executor) {
   if (executor == nullptr) return report(api_name, fail(StatusCode::kNullptr, "executor must not be null"));
+  bool keep = false;  // repeatable: stays live after the run
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
     auto it = registry().find(executor);
     if (it == registry().end()) {
-      return report(api_name, fail(StatusCode::kParamInvalid,
-                                   "executor is not live (already run, or not made by a GetWorkspaceSize call)"));
+      return report(api_name, fail(StatusCode::kParamInvalid, "%s", kNotLive));
     }
     if (std::strcmp(executor->api_name, api_name) != 0) {
       return report(api_name, fail(StatusCode::kParamInvalid, "executor was made for %s, not %s",
@@ -69,12 +74,37 @@ aclnnStatus run_executor(const char* api_name, void* workspace, uint64_t workspa
       return report(api_name, fail(StatusCode::kNullptr, "workspace must not be null (workspaceSize %llu)",
                                    static_cast<unsigned long long>(executor->workspace_size)));
     }
-    registry().erase(it);  // consumed: a second call is refused above
+    keep = executor->repeatable;
+    if (keep) {
+      if (executor->running) {
+        return report(api_name, fail(StatusCode::kParamInvalid,
+                                     "executor is already running (a repeatable executor runs on one stream at a "
+                                     "time; wait for the other run to finish)"));
+      }
+      executor->running = true;
+    } else {
+      registry().erase(it);  // consumed: a second call is refused above
+    }
+    ++executor->runs;
   }
   const Status status = executor->run(workspace);
-  delete executor;
+  if (keep) {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    executor->running = false;  // still live: destroy refuses a running executor
+  } else {
+    delete executor;
+  }
   return report(api_name, status);
 }
+
+namespace {
+
+aclnnStatus null_executor(const char* api) {
+  set_recent_error(std::string(api) + ": executor must not be null");
+  return ACLNN_ERR_INNER_NULLPTR;  // CANN's code for a null executor here (561103)
+}
+
+}  // namespace
 
 void* scratch_workspace(uint64_t bytes) {
   struct Buffer {
@@ -92,6 +122,42 @@ void* scratch_workspace(uint64_t bytes) {
 }
 
 }  // namespace txops
+
+extern "C" {
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
+  using namespace txops;
+  static constexpr const char* kApi = "aclSetAclOpExecutorRepeatable";
+  if (executor == nullptr) return null_executor(kApi);
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (registry().count(executor) == 0) return report(kApi, fail(StatusCode::kParamInvalid, "%s", kNotLive));
+  if (executor->runs > 0) {
+    return report(kApi, fail(StatusCode::kParamInvalid,
+                             "executor has already run; set it repeatable right after its GetWorkspaceSize call"));
+  }
+  executor->repeatable = true;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
+  using namespace txops;
+  static constexpr const char* kApi = "aclDestroyAclOpExecutor";
+  if (executor == nullptr) return null_executor(kApi);
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    auto it = registry().find(executor);
+    if (it == registry().end()) return report(kApi, fail(StatusCode::kParamInvalid, "%s", kNotLive));
+    if (executor->running) {
+      return report(kApi, fail(StatusCode::kParamInvalid,
+                               "executor is running on another thread; destroy it after the run returns"));
+    }
+    registry().erase(it);
+  }
+  delete executor;
+  return ACLNN_SUCCESS;
+}
+
+}  // extern "C"
 
 #include "core/prepared_op.h"
 

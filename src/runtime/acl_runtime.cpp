@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "runtime/acl_memory.h"
+#include "runtime/acl_streams.h"
 
 namespace {
 
@@ -84,6 +85,13 @@ bool find_runtime_block(const void* p, RuntimeBlock* block) {
   return false;
 }
 
+bool stream_is_live_or_default(const void* stream) {
+  if (stream == nullptr) return true;
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.streams.count(const_cast<void*>(stream)) != 0;
+}
+
 }  // namespace txops
 
 namespace {
@@ -122,8 +130,8 @@ aclError aclFinalize(void) {
 
 aclError aclrtSetDevice(int32_t deviceId) {
   if (deviceId < 0 || deviceId >= kDeviceCount) {
-    return fail(ACL_ERROR_INVALID_DEVICE, ("aclrtSetDevice: deviceId must be 0 (the CPU), got " +
-                                           std::to_string(deviceId)).c_str());
+    return fail(ACL_ERROR_RT_INVALID_DEVICEID, ("aclrtSetDevice: deviceId must be 0 (the CPU), got " +
+                                                std::to_string(deviceId)).c_str());
   }
   std::lock_guard<std::mutex> lock(runtime().mutex);
   runtime().current_device = deviceId;
@@ -132,8 +140,8 @@ aclError aclrtSetDevice(int32_t deviceId) {
 
 aclError aclrtResetDevice(int32_t deviceId) {
   if (deviceId < 0 || deviceId >= kDeviceCount) {
-    return fail(ACL_ERROR_INVALID_DEVICE, ("aclrtResetDevice: deviceId must be 0 (the CPU), got " +
-                                           std::to_string(deviceId)).c_str());
+    return fail(ACL_ERROR_RT_INVALID_DEVICEID, ("aclrtResetDevice: deviceId must be 0 (the CPU), got " +
+                                                std::to_string(deviceId)).c_str());
   }
   std::lock_guard<std::mutex> lock(runtime().mutex);
   runtime().current_device = -1;
@@ -157,8 +165,8 @@ aclError aclrtGetDeviceCount(uint32_t* count) {
 aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
   if (context == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context must not be null");
   if (deviceId < 0 || deviceId >= kDeviceCount) {
-    return fail(ACL_ERROR_INVALID_DEVICE, ("aclrtCreateContext: deviceId must be 0 (the CPU), got " +
-                                           std::to_string(deviceId)).c_str());
+    return fail(ACL_ERROR_RT_INVALID_DEVICEID, ("aclrtCreateContext: deviceId must be 0 (the CPU), got " +
+                                                std::to_string(deviceId)).c_str());
   }
   void* token = std::malloc(1);
   if (token == nullptr) return fail(ACL_ERROR_BAD_ALLOC, "aclrtCreateContext: out of memory");

@@ -1,7 +1,9 @@
 // acl_tensor.cpp — aclCreateTensor & co. A tensor is a view (dims, strides, offset in elements) over
 // storage (storageDims elements at tensorData). Creation refuses (NULL + aclGetRecentErrMsg) a negative or
 // overflowing shape and a view outside its storage; each op checks again when it converts the tensor to a view,
-// and checks the storage against the aclrtMalloc block it points into (161002 otherwise).
+// and checks the storage against the aclrtMalloc block it points into (161002 otherwise). Tensors and int
+// arrays are recorded in the live-object registry (acl_objects.h): a destroyed or foreign one given to a destroy,
+// introspection or operator call returns 161002 with a message, found by address (freed memory is not read).
 #include "runtime/acl_tensor.h"
 
 #include <cstdlib>
@@ -10,11 +12,14 @@
 #include "core/status.h"
 #include "core/view_extent.h"
 #include "runtime/acl_memory.h"
+#include "runtime/acl_objects.h"
 
 namespace {
 
 constexpr uint64_t kTensorMagic = 0x7478546e73724d67ull;  // "txTnsrMg"
 constexpr uint64_t kIntArrayMagic = 0x7478496e7441724dull;
+constexpr txops::ObjectKind kTensorKind = txops::ObjectKind::kTensor;
+constexpr txops::ObjectKind kIntArrayKind = txops::ObjectKind::kIntArray;
 
 bool known_dtype(aclDataType d) {
   switch (d) {
@@ -101,15 +106,12 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
   t->format = format;
   t->storage = tensorData;
   t->magic = kTensorMagic;
+  txops::register_object(t, kTensorKind);
   return t;
 }
 
 aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
-  if (tensor == nullptr) return ACLNN_SUCCESS;
-  if (tensor->magic != kTensorMagic) return ACLNN_ERR_PARAM_INVALID;
-  const_cast<aclTensor*>(tensor)->magic = 0;
-  delete tensor;
-  return ACLNN_SUCCESS;
+  return txops::destroy_object("aclDestroyTensor", tensor, kTensorKind);
 }
 
 aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
@@ -120,14 +122,22 @@ aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
   auto* a = new aclIntArray();
   if (size > 0) a->values.assign(value, value + size);
   a->magic = kIntArrayMagic;
+  txops::register_object(a, kIntArrayKind);
   return a;
 }
 
 aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
-  if (array == nullptr) return ACLNN_SUCCESS;
-  if (array->magic != kIntArrayMagic) return ACLNN_ERR_PARAM_INVALID;
-  const_cast<aclIntArray*>(array)->magic = 0;
-  delete array;
+  return txops::destroy_object("aclDestroyIntArray", array, kIntArrayKind);
+}
+
+// Introspection: null -> 161001 (as CANN); an object that is not live -> 161002 and a message.
+static aclnnStatus check_get(const void* object, const void* out1, const void* out2, txops::ObjectKind kind,
+                             const char* api) {
+  if (object == nullptr || out1 == nullptr || out2 == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!txops::is_live_object(object, kind)) {
+    txops::set_recent_error(std::string(api) + ": " + txops::not_live_message("the argument", kind));
+    return ACLNN_ERR_PARAM_INVALID;
+  }
   return ACLNN_SUCCESS;
 }
 
@@ -138,40 +148,47 @@ static int64_t* copy_dims(const std::vector<int64_t>& v) {
 }
 
 aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum) {
-  if (!tensor || !viewDims || !viewDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
+  const aclnnStatus st = check_get(tensor, viewDims, viewDimsNum, kTensorKind, "aclGetViewShape");
+  if (st != ACLNN_SUCCESS) return st;
   *viewDims = copy_dims(tensor->view_dims);  // caller frees with delete[] in CANN; we use malloc-compatible
   *viewDimsNum = tensor->view_dims.size();
   return ACLNN_SUCCESS;
 }
 aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue, uint64_t* stridesNum) {
-  if (!tensor || !stridesValue || !stridesNum) return ACLNN_ERR_PARAM_NULLPTR;
+  const aclnnStatus st = check_get(tensor, stridesValue, stridesNum, kTensorKind, "aclGetViewStrides");
+  if (st != ACLNN_SUCCESS) return st;
   *stridesValue = copy_dims(tensor->strides);
   *stridesNum = tensor->strides.size();
   return ACLNN_SUCCESS;
 }
 aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims, uint64_t* storageDimsNum) {
-  if (!tensor || !storageDims || !storageDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
+  const aclnnStatus st = check_get(tensor, storageDims, storageDimsNum, kTensorKind, "aclGetStorageShape");
+  if (st != ACLNN_SUCCESS) return st;
   *storageDims = copy_dims(tensor->storage_dims);
   *storageDimsNum = tensor->storage_dims.size();
   return ACLNN_SUCCESS;
 }
 aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
-  if (!tensor || !dataType) return ACLNN_ERR_PARAM_NULLPTR;
+  const aclnnStatus st = check_get(tensor, dataType, dataType, kTensorKind, "aclGetDataType");
+  if (st != ACLNN_SUCCESS) return st;
   *dataType = tensor->dtype;
   return ACLNN_SUCCESS;
 }
 aclnnStatus aclGetViewOffset(const aclTensor* tensor, int64_t* offset) {
-  if (!tensor || !offset) return ACLNN_ERR_PARAM_NULLPTR;
+  const aclnnStatus st = check_get(tensor, offset, offset, kTensorKind, "aclGetViewOffset");
+  if (st != ACLNN_SUCCESS) return st;
   *offset = tensor->offset;
   return ACLNN_SUCCESS;
 }
 aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
-  if (!tensor || !format) return ACLNN_ERR_PARAM_NULLPTR;
+  const aclnnStatus st = check_get(tensor, format, format, kTensorKind, "aclGetFormat");
+  if (st != ACLNN_SUCCESS) return st;
   *format = tensor->format;
   return ACLNN_SUCCESS;
 }
 aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
-  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
+  const aclnnStatus st = check_get(array, size, size, kIntArrayKind, "aclGetIntArraySize");
+  if (st != ACLNN_SUCCESS) return st;
   *size = array->values.size();
   return ACLNN_SUCCESS;
 }
@@ -184,7 +201,7 @@ namespace txops {
 
 Status tensor_to_view(const aclTensor* tensor, const char* param, TensorView* view) {
   if (tensor == nullptr) return fail(StatusCode::kNullptr, "%s must not be null", param);
-  if (tensor->magic != kTensorMagic) {
+  if (!is_live_object(tensor, kTensorKind) || tensor->magic != kTensorMagic) {
     return fail(StatusCode::kParamInvalid, "%s is not a live aclTensor (destroyed, or not made by aclCreateTensor)",
                 param);
   }
@@ -248,6 +265,17 @@ Status optional_tensor_to_view(const aclTensor* tensor, const char* param, Tenso
   *present = tensor != nullptr;
   if (tensor == nullptr) return Status();
   return tensor_to_view(tensor, param, view);
+}
+
+Status int_array_to_values(const aclIntArray* array, const char* param, const int64_t** values, uint64_t* count) {
+  *values = nullptr;
+  *count = 0;
+  if (array == nullptr) return Status();
+  if (!is_live_object(array, kIntArrayKind)) {
+    return fail(StatusCode::kParamInvalid, "%s", not_live_message(param, kIntArrayKind).c_str());
+  }
+  *values = int_array_values(array, count);
+  return Status();
 }
 
 const int64_t* int_array_values(const aclIntArray* array, uint64_t* count) {

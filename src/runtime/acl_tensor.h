@@ -37,6 +37,10 @@ Status optional_tensor_to_view(const aclTensor* tensor, const char* param, Tenso
 // Values of an int array (null → nullptr and count 0).
 const int64_t* int_array_values(const aclIntArray* array, uint64_t* count);
 
+// The same for an operator's parameter `param`: null → nullptr, count 0 and ok (the operator decides whether
+// it may be absent); an array that is not live (destroyed, foreign) → 161002 naming the parameter.
+Status int_array_to_values(const aclIntArray* array, const char* param, const int64_t** values, uint64_t* count);
+
 }  // namespace txops
 
 #endif  // TXOPS_RUNTIME_ACL_TENSOR_H_
