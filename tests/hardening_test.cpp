@@ -261,3 +261,106 @@ TEST(Hardening, MemcpyAndMemsetStayInsideTheirBlocks) {
 }
 
 }  // namespace
+
+namespace {
+
+// A request larger than the machine is refused before the allocator sees it (SIZE_MAX used to wrap the 64-byte
+// rounding to a 64-byte block recorded as SIZE_MAX bytes).
+TEST(Hardening, HugeMallocIsRefused) {
+  for (size_t size : {SIZE_MAX, SIZE_MAX - 10, size_t{1} << 62}) {
+    void* p = reinterpret_cast<void*>(0x1);
+    EXPECT_EQ(aclrtMalloc(&p, size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION) << size;
+    EXPECT_EQ(p, nullptr);
+    EXPECT_NE(recent().find("cannot allocate"), std::string::npos) << recent();
+    void* h = nullptr;
+    EXPECT_EQ(aclrtMallocHost(&h, size), ACL_ERROR_RT_MEMORY_ALLOCATION) << size;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+using txops::DType;
+using txops::StatusCode;
+using txops::TensorView;
+
+// A small prefill problem (one sequence of T tokens, Nk = Nv = 2, Dk = Dv = 16) in fp32.
+struct Prefill {
+  static constexpr int64_t T = 70, N = 2, D = 16;
+  std::vector<float> q, k, v, beta, s0, s1, out;
+  std::vector<int32_t> lens{static_cast<int32_t>(T)};
+  Prefill() : q(T * N * D), k(T * N * D), v(T * N * D), beta(T * N, 0.5f), s0(N * D * D), s1(N * D * D), out(T * N * D) {
+    uint32_t x = 12345;
+    auto next = [&x] { x = x * 1664525u + 1013904223u; return static_cast<float>(x >> 8) / 16777216.0f - 0.5f; };
+    for (auto* vec : {&q, &k, &v, &s0}) for (float& e : *vec) e = next() * 0.25f;
+  }
+  TensorView view(std::vector<float>& a, std::initializer_list<int64_t> shape) { return TensorView(a.data(), DType::kF32, shape); }
+  txops::Status run(const TensorView& o, const TensorView& init, const TensorView& fin) {
+    return txops::chunk_gated_delta_rule(view(q, {T, N, D}), view(k, {T, N, D}), view(v, {T, N, D}), view(beta, {T, N}),
+                                         init, TensorView(lens.data(), DType::kI32, {1}), nullptr, 0.25f, o, fin);
+  }
+};
+
+TEST(Hardening, GatedDeltaRuleOutputsMustNotBroadcastOrOverlap) {
+  Prefill p;
+  TensorView init = p.view(p.s0, {1, 2, 16, 16}), fin = p.view(p.s1, {1, 2, 16, 16});
+  ASSERT_TRUE(p.run(p.view(p.out, {70, 2, 16}), init, fin).ok());
+  // out broadcast over tokens (stride 0): every token would write the same row.
+  TensorView bcast(p.out.data(), DType::kF32, {70, 2, 16}, {0, 16, 1});
+  txops::Status st = p.run(bcast, init, fin);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("out dim 0 must not broadcast"), std::string::npos) << st.message();
+  // out written over query.
+  st = p.run(p.view(p.q, {70, 2, 16}), init, fin);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("out must not alias query"), std::string::npos) << st.message();
+  // finalState overlapping out.
+  TensorView fin_on_out(p.out.data() + 16, DType::kF32, {1, 2, 16, 16});
+  st = p.run(p.view(p.out, {70, 2, 16}), init, fin_on_out);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("finalState must not partially overlap out"), std::string::npos) << st.message();
+}
+
+// finalState may be initialState itself (a state updated in place): the same bits as separate buffers, on both
+// prefill kernels.
+TEST(Hardening, GatedDeltaRuleFinalStateMayAliasInitialState) {
+  for (const char* kernel : {"chunked", "recurrent"}) {
+    setenv("TXOPS_GDR_KERNEL", kernel, 1);
+    Prefill p;
+    ASSERT_TRUE(p.run(p.view(p.out, {70, 2, 16}), p.view(p.s0, {1, 2, 16, 16}), p.view(p.s1, {1, 2, 16, 16})).ok());
+    const std::vector<float> out_separate = p.out, final_separate = p.s1;
+    std::fill(p.out.begin(), p.out.end(), 0.0f);
+    txops::Status st = p.run(p.view(p.out, {70, 2, 16}), p.view(p.s0, {1, 2, 16, 16}), p.view(p.s0, {1, 2, 16, 16}));
+    ASSERT_TRUE(st.ok()) << kernel << ": " << st.message();
+    EXPECT_EQ(0, std::memcmp(p.out.data(), out_separate.data(), p.out.size() * 4)) << kernel;
+    EXPECT_EQ(0, std::memcmp(p.s0.data(), final_separate.data(), p.s0.size() * 4)) << kernel;
+  }
+  unsetenv("TXOPS_GDR_KERNEL");
+}
+
+// Decode: the pool must not broadcast, and a pool of 2^40 broadcast slots is refused without allocating for it
+// (the slot-conflict check used to size an array by BlockNum).
+TEST(Hardening, RecurrentGatedDeltaRulePoolRules) {
+  const int64_t T = 2, N = 1, D = 8;
+  std::vector<float> q(T * N * D, 0.1f), k(T * N * D, 0.1f), v(T * N * D, 0.1f), beta(T * N, 0.5f), out(T * N * D);
+  std::vector<float> pool(4 * N * D * D, 0.0f);
+  std::vector<int32_t> lens{1, 1}, idx{0, 1};
+  auto run = [&](const TensorView& state, const TensorView& o) {
+    return txops::recurrent_gated_delta_rule(
+        TensorView(q.data(), DType::kF32, {T, N, D}), TensorView(k.data(), DType::kF32, {T, N, D}),
+        TensorView(v.data(), DType::kF32, {T, N, D}), TensorView(beta.data(), DType::kF32, {T, N}), state,
+        TensorView(lens.data(), DType::kI32, {2}), TensorView(idx.data(), DType::kI32, {T}), nullptr, nullptr,
+        nullptr, 0.3f, o);
+  };
+  const TensorView o(out.data(), DType::kF32, {T, N, D});
+  ASSERT_TRUE(run(TensorView(pool.data(), DType::kF32, {4, N, D, D}), o).ok());
+  txops::Status st = run(TensorView(pool.data(), DType::kF32, {int64_t{1} << 40, N, D, D}, {0, 64, 8, 1}), o);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("stateRef dim 0 must not broadcast"), std::string::npos) << st.message();
+  st = run(TensorView(pool.data(), DType::kF32, {4, N, D, D}), TensorView(pool.data() + 64, DType::kF32, {T, N, D}));
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("stateRef must not partially overlap out"), std::string::npos) << st.message();
+}
+
+}  // namespace

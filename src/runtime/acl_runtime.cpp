@@ -3,6 +3,7 @@
 // handed out, or freeing twice, returns an error instead of crashing. Work runs synchronously, so streams
 // and contexts are tokens that must exist; synchronising one always succeeds. Nothing here aborts.
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -42,7 +43,18 @@ aclError fail(aclError code, const char* message) {
   return code;
 }
 
+// The machine's physical memory: no block may be larger (a huge request is refused before the allocator sees
+// it, so it cannot wrap the rounding below or abort an allocator that does not return null).
+size_t physical_memory() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t{1} << 40;
+  }();
+  return bytes;
+}
+
 void* aligned_block(size_t size) {
+  if (size > physical_memory()) return nullptr;
   const size_t rounded = (size + 63) / 64 * 64;
   void* p = nullptr;
   if (rounded >= (2u << 20)) {

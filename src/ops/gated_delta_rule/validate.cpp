@@ -3,10 +3,12 @@
 // Codes: null -> 161001; dtype -> 161002; shapes/limits -> 561002 for prefill, 161002 for decode; the
 // host-visible integers (lengths, slots, accepted counts) -> 161002 for both. compat_mode() == kCann adds
 // CANN's narrower limits. Reads no tensor data except the int32 host-visible tensors.
+#include <algorithm>
 #include <cinttypes>
 #include <string>
 
 #include "core/status.h"
+#include "core/view_checks.h"
 #include "core/view_extent.h"
 #include "ops/gated_delta_rule/args.h"
 
@@ -151,6 +153,27 @@ Status check_lengths(StatusCode shape_code, const TensorView& lengths, GdrProble
   return Status();
 }
 
+using NamedView = std::pair<const TensorView*, const char*>;  // a null view: an optional tensor not given
+
+// Each output writable (no element written twice), disjoint from the other outputs and from every input; the one
+// exception is `alias_out` being exactly `alias_in` (an in-place state).
+Status check_outputs(std::initializer_list<NamedView> outputs, std::initializer_list<NamedView> inputs,
+                     const TensorView* alias_out, const TensorView* alias_in) {
+  Status st;
+  for (const NamedView& o : outputs) {
+    if (!(st = check_writable(*o.first, o.second)).ok()) return st;
+    for (const NamedView& other : outputs)
+      if (other.first != o.first && !(st = check_no_overlap(*o.first, o.second, *other.first, other.second, false)).ok())
+        return st;
+    for (const NamedView& in : inputs) {
+      if (in.first == nullptr) continue;
+      const bool alias_ok = o.first == alias_out && in.first == alias_in;
+      if (!(st = check_no_overlap(*o.first, o.second, *in.first, in.second, alias_ok)).ok()) return st;
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status validate_chunk_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
@@ -184,6 +207,15 @@ Status validate_chunk_gated_delta_rule(const TensorView& query, const TensorView
   const int64_t B = p->batch, Nv = p->num_value_heads, Dv = p->value_dim, Dk = p->key_dim;
   if (!(st = require_shape(shape, initial_state, "initialState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk})).ok()) return st;
   if (!(st = require_shape(shape, final_state, "finalState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk})).ok()) return st;
+
+  // out and finalState are written: no broadcast dims, no overlap with each other or the inputs, except that
+  // finalState may be initialState itself (each item reads its state before it writes it).
+  if (!(st = check_outputs({{&final_state, "finalState"}, {&out, "out"}},
+                           {{&query, "query"}, {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {g, "gOptional"},
+                            {&initial_state, "initialState"}, {&actual_seq_lengths, "actualSeqLengths"}},
+                           &final_state, &initial_state))
+           .ok())
+    return st;
 
   p->query = query, p->key = key, p->value = value, p->beta = beta, p->out = out;
   p->state_in = initial_state, p->state_out = final_state;
@@ -268,15 +300,30 @@ Status validate_recurrent_gated_delta_rule(const TensorView& query, const Tensor
     p->read_slot[b] = p->write_slot[p->seq_start[b] + accepted - 1];
   }
 
-  // Slot conflicts: a slot written twice, or a slot one sequence reads and another writes.
-  std::vector<int64_t> writer(slots, -1);  // sequence writing each slot
-  for (int64_t b = 0; b < B && !p->slot_conflict; ++b)
-    for (int64_t t = p->seq_start[b]; t < p->seq_start[b + 1]; ++t) {
-      if (writer[p->write_slot[t]] != -1) p->slot_conflict = true;
-      writer[p->write_slot[t]] = b;
-    }
-  for (int64_t b = 0; b < B && !p->slot_conflict; ++b)
-    if (p->read_slot[b] >= 0 && writer[p->read_slot[b]] != -1 && writer[p->read_slot[b]] != b) p->slot_conflict = true;
+  // Slot conflicts: a slot written twice, or a slot one sequence reads and another writes. Judged on the T
+  // (slot, writer) pairs sorted by slot, never on an array of BlockNum entries (BlockNum is caller input and
+  // may be huge for a broadcast pool).
+  std::vector<std::pair<int64_t, int64_t>> writes;  // (slot, sequence writing it)
+  writes.reserve(T);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = p->seq_start[b]; t < p->seq_start[b + 1]; ++t) writes.emplace_back(p->write_slot[t], b);
+  std::sort(writes.begin(), writes.end());
+  for (size_t i = 1; i < writes.size() && !p->slot_conflict; ++i)
+    if (writes[i].first == writes[i - 1].first) p->slot_conflict = true;
+  for (int64_t b = 0; b < B && !p->slot_conflict; ++b) {
+    if (p->read_slot[b] < 0) continue;
+    auto it = std::lower_bound(writes.begin(), writes.end(), std::make_pair(p->read_slot[b], int64_t{-1}));
+    if (it != writes.end() && it->first == p->read_slot[b] && it->second != b) p->slot_conflict = true;
+  }
+
+  // The pool and out are written: no broadcast dims, no partial overlap with each other or the inputs.
+  if (!(st = check_outputs({{&state, "stateRef"}, {&out, "out"}},
+                           {{&query, "query"}, {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {g, "g"},
+                            {gk, "gk"}, {&actual_seq_lengths, "actualSeqLengths"},
+                            {&ssm_state_indices, "ssmStateIndices"}, {num_accepted_tokens, "numAcceptedTokens"}},
+                           nullptr, nullptr))
+           .ok())
+    return st;
 
   p->query = query, p->key = key, p->value = value, p->beta = beta, p->out = out;
   p->state_in = state, p->state_out = state;

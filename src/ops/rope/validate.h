@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/view_checks.h"
 #include "txops/txops.h"
 
 // Returns the failed Status of a check from the enclosing function.
@@ -37,29 +38,9 @@ Status check_dim_one_or(const TensorView& v, const char* name, int dim, const ch
 // Head dim: even, 2 <= d <= 1024 -> else `code`.
 Status check_head_dim(const TensorView& v, const char* name, int dim, StatusCode code);
 
-// An output must not write one element twice: no stride-0 (broadcast) or self-overlapping dims -> 161002.
-Status check_writable(const TensorView& out, const char* name);
-// The bytes a view touches, computed once per tensor for the overlap checks (empty views touch nothing).
-struct ViewSpan {
-  uintptr_t first = 0, last = 0;
-  bool empty = true;
-};
-ViewSpan span_of(const TensorView& v);
-
-// `out` and `in` are either the exact same view (allowed when `alias_ok`), or disjoint. Partial overlap is
-// detected for dense (contiguous) views, where it is exactly an address-range intersection; strided views
-// sharing memory are trusted (slices of a fused qkv buffer interleave legally) and not checked.
-Status check_no_overlap(const TensorView& out, const ViewSpan& out_span, const char* out_name, const TensorView& in,
-                        const ViewSpan& in_span, const char* in_name, bool alias_ok);
-inline Status check_no_overlap(const TensorView& out, const char* out_name, const TensorView& in, const char* in_name,
-                               bool alias_ok) {
-  return check_no_overlap(out, span_of(out), out_name, in, span_of(in), in_name, alias_ok);
-}
 // TXOPS_COMPAT=cann: CANN's kernels take contiguous tensors only -> 161002.
 Status check_contiguous(const TensorView& v, const char* name);
 
-bool same_view(const TensorView& a, const TensorView& b);
-bool has_zero_extent(const TensorView& v);
 
 }  // namespace rope
 }  // namespace txops
