@@ -1,11 +1,17 @@
 // core_parallel_test.cpp — parallel_for and parallel_parts cover every index exactly once in contiguous balanced
-// ranges, for any thread count; settings (threads, ISA cap, compat, verbose) can be changed and restored at run time.
+// ranges, for any thread count, and a thread count above the core count is still planned and run that wide;
+// settings (threads, ISA cap, compat, verbose) can be changed and restored at run time, and the ISA txops starts
+// with is the CPU's best under TXOPS_MAX_ISA (ctest runs the Settings tests under each cap).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/plan_record.h"
+#include "support/isa_threads.h"
 #include "txops/txops.h"
 
 namespace txops {
@@ -44,6 +50,23 @@ TEST(Parallel, PartsCoverEveryIndexOnceWithFixedRanges) {
   }
 }
 
+// plan_threads caps at num_threads(), not at the cores, and OpenMP gives parallel_for the team it asks for: on a
+// 2-core machine 4 threads still mean a 4-way partition on 4 threads (what the bit-identity tests rely on).
+TEST(Parallel, MoreThreadsThanCoresArePlannedAndRunThatWide) {
+  const unsigned hw = std::thread::hardware_concurrency();
+  const int want = 2 * static_cast<int>(hw == 0 ? 1 : hw) + 1;
+  txops::testing::ScopedThreads threads(want);
+  EXPECT_EQ(plan_threads(int64_t{1} << 20, 1), want);
+  reset_plan_record();
+  std::atomic<int> ranges{0};
+  parallel_for(want, 1000, [&](int64_t, int64_t) { ranges++; });
+  EXPECT_EQ(ranges.load(), want);
+  EXPECT_EQ(last_plan_record().widest_team, want);
+  reset_plan_record();
+  parallel_for(want, 1, [&](int64_t, int64_t) {});  // one item: inline, a team of one
+  EXPECT_EQ(last_plan_record().widest_team, 1);
+}
+
 TEST(Parallel, BalancedRanges) {
   int64_t b, e, total = 0;
   for (int p = 0; p < 3; ++p) {
@@ -72,6 +95,17 @@ TEST(Settings, OverridableAtRunTime) {
   EXPECT_EQ(compat_mode(), Compat::kCann);
   set_compat_mode(Compat::kTxops);
   EXPECT_STREQ(isa_name(Isa::kAvx512), "avx512");
+}
+
+// Every scope restores the cap, so active_isa() is still the one txops started with: the CPU's best ISA capped by
+// TXOPS_MAX_ISA, with CPU support decided independently of txops (support/isa_threads.cpp).
+TEST(Settings, StartsOnTheCpuBestIsaUnderTxopsMaxIsa) {
+  const char* env = std::getenv("TXOPS_MAX_ISA");
+  EXPECT_EQ(active_isa(), txops::testing::expected_startup_isa())
+      << "TXOPS_MAX_ISA=" << (env ? env : "(unset)") << ", active " << isa_name(active_isa());
+  for (Isa isa : txops::testing::runnable_isas()) {
+    txops::testing::ScopedIsa scoped(isa);  // fails if set_max_isa cannot reach it
+  }
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// gdr_chunk_parallel_test.cpp — the chunked prefill kernel's chunk mode (parallel over chunks: phase one of a wave
-// of chunks on all threads, then the state pass over (sequence, head, Dv column block)) and the token-weighted
-// partition of items mode. Chunk mode (forced with TXOPS_GDR_SPLIT=chunks) is checked against the fp64 oracle on
-// every ISA, and for bit identity with items mode on 1 thread over 1..4 threads (several waves, column blocks
-// that split a vector group, ragged batches with empty sequences, fewer items than threads); the planner's own
-// choice is checked through TXOPS_VERBOSE.
+// gdr_chunk_parallel_test.cpp — the chunked prefill kernel's chunk mode (parallel over chunks: phase one of a wave of
+// chunks on all threads, then the state pass over (sequence, head, Dv column block)) and the token-weighted partition
+// of items mode. Chunk mode (forced with TXOPS_GDR_SPLIT=chunks) is checked against the fp64 oracle on each ISA the
+// CPU has (one test per ISA), and for bit identity with items mode on 1 thread over 1..4 threads (several waves,
+// column blocks that split a vector group, ragged batches with empty sequences, fewer items than threads); the
+// planner's own choice is checked through TXOPS_VERBOSE.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -16,6 +16,8 @@ namespace {
 
 using txops::DType;
 using txops::Isa;
+
+TXOPS_ISA_TEST_SUITE(GdrChunkParallelOnIsa);
 
 constexpr int32_t kChunk = 64;
 
@@ -45,64 +47,59 @@ std::vector<PrefillConfig> chunk_mode_configs() {
   return configs;
 }
 
-TEST(GdrChunkParallel, ChunkModeMatchesTheOracle) {
-  EnvScope split("TXOPS_GDR_SPLIT", "chunks");
+TEST_P(GdrChunkParallelOnIsa, ChunkModeMatchesTheOracle) {
+  ScopedEnv split("TXOPS_GDR_SPLIT", "chunks");
   for (const PrefillConfig& config : chunk_mode_configs()) {
     PrefillProblem problem(config);
     std::vector<double> out_ref, state_ref;
     problem.reference(&out_ref, &state_ref);
-    for (Isa isa : isas_to_test()) {
-      PrefillVariantScope scope({"chunked", isa});
-      ThreadsScope threads(3);
-      SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
-      const txops::Status st = problem.run();
-      ASSERT_TRUE(st.ok()) << st.message();
-      EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "chunk mode out", nullptr));
-      EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "chunk mode state", nullptr));
-    }
+    PrefillKernelScope kernel("chunked");
+    ScopedThreads threads(3);
+    SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()));
+    const txops::Status st = problem.run();
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "chunk mode out", nullptr));
+    EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "chunk mode state", nullptr));
   }
 }
 
 // Chunk mode runs the functions items mode runs, on the same data, a column block with the arithmetic of the
 // whole row: the bits equal items mode's on one thread, for any thread count.
-TEST(GdrChunkParallel, ChunkModeBitIdenticalToItemsMode) {
+TEST_P(GdrChunkParallelOnIsa, ChunkModeBitIdenticalToItemsMode) {
   for (const PrefillConfig& config : chunk_mode_configs()) {
     PrefillProblem problem(config);
-    for (Isa isa : isas_to_test()) {
-      PrefillVariantScope scope({"chunked", isa});
-      SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
-      std::vector<uint8_t> out_items, state_items;
-      {
-        EnvScope split("TXOPS_GDR_SPLIT", "items");
-        ThreadsScope threads(1);
-        ASSERT_TRUE(problem.run().ok());
-        out_items = problem.out.bytes;
-        state_items = problem.final_state.bytes;
-      }
-      EnvScope split("TXOPS_GDR_SPLIT", "chunks");
-      for (int n : {1, 2, 3, 4}) {
-        ThreadsScope threads(n);
-        std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
-        std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
-        ASSERT_TRUE(problem.run().ok());
-        EXPECT_TRUE(problem.out.bytes == out_items) << "out differs, chunk mode on " << n << " threads";
-        EXPECT_TRUE(problem.final_state.bytes == state_items) << "finalState differs, chunk mode on " << n
-                                                              << " threads";
-      }
+    PrefillKernelScope kernel("chunked");
+    SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()));
+    std::vector<uint8_t> out_items, state_items;
+    {
+      ScopedEnv split("TXOPS_GDR_SPLIT", "items");
+      ScopedThreads threads(1);
+      ASSERT_TRUE(problem.run().ok());
+      out_items = problem.out.bytes;
+      state_items = problem.final_state.bytes;
+    }
+    ScopedEnv split("TXOPS_GDR_SPLIT", "chunks");
+    for (int n : {1, 2, 3, 4}) {
+      ScopedThreads threads(n);
+      std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+      std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
+      ASSERT_TRUE(problem.run().ok());
+      EXPECT_TRUE(ran_on_threads(n));  // chunk mode takes every thread it is given
+      EXPECT_TRUE(problem.out.bytes == out_items) << "out differs, chunk mode on " << n << " threads";
+      EXPECT_TRUE(problem.final_state.bytes == state_items) << "finalState differs, chunk mode on " << n
+                                                            << " threads";
     }
   }
 }
 
 // The planner's choice (no TXOPS_GDR_SPLIT): bits never depend on the thread count, whichever mode it takes.
-TEST(GdrChunkParallel, AutoModeBitIdenticalForOneToFourThreads) {
-  EnvScope split("TXOPS_GDR_SPLIT", nullptr);
+TEST_P(GdrChunkParallelOnIsa, AutoModeBitIdenticalForOneToFourThreads) {
+  ScopedEnv split("TXOPS_GDR_SPLIT", nullptr);
   for (const PrefillConfig& config : chunk_mode_configs()) {
     PrefillProblem problem(config);
-    for (Isa isa : isas_to_test()) {
-      PrefillVariantScope scope({"chunked", isa});
-      SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
-      expect_bit_identical_across_threads(problem);
-    }
+    PrefillKernelScope kernel("chunked");
+    SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()));
+    expect_bit_identical_across_threads(problem);
   }
 }
 
@@ -120,18 +117,18 @@ std::string verbose_log(PrefillProblem& problem) {
 // Few items (one sequence, one head) spread over the threads by chunks; many equal items stay in items mode;
 // one thread never splits.
 TEST(GdrChunkParallel, PlannerSplitsChunksWhenItemsCannotBalance) {
-  EnvScope split("TXOPS_GDR_SPLIT", nullptr);
-  PrefillVariantScope scope({"chunked", txops::active_isa()});
+  ScopedEnv split("TXOPS_GDR_SPLIT", nullptr);
+  PrefillKernelScope kernel("chunked");
   PrefillConfig few;
   few.lengths = {5 * kChunk};
   PrefillProblem one_item(few);
   {
-    ThreadsScope threads(2);
+    ScopedThreads threads(2);
     const std::string log = verbose_log(one_item);
     EXPECT_NE(log.find("mode=chunks"), std::string::npos) << log;
   }
   {
-    ThreadsScope threads(1);
+    ScopedThreads threads(1);
     const std::string log = verbose_log(one_item);
     EXPECT_NE(log.find("mode=items"), std::string::npos) << log;
   }
@@ -139,7 +136,7 @@ TEST(GdrChunkParallel, PlannerSplitsChunksWhenItemsCannotBalance) {
   many.lengths = {2 * kChunk, 2 * kChunk};
   many.nk = 2, many.nv = 4;
   PrefillProblem eight_items(many);
-  ThreadsScope threads(2);
+  ScopedThreads threads(2);
   const std::string log = verbose_log(eight_items);
   EXPECT_NE(log.find("mode=items"), std::string::npos) << log;
 }
@@ -147,15 +144,15 @@ TEST(GdrChunkParallel, PlannerSplitsChunksWhenItemsCannotBalance) {
 // Ragged lengths: items mode splits by tokens, not by item count (one long sequence and seven short ones on two
 // threads stay in items mode, each thread near half the tokens) — the result is checked, the mode is logged.
 TEST(GdrChunkParallel, RaggedBatchMatchesTheOracleOnTwoThreads) {
-  EnvScope split("TXOPS_GDR_SPLIT", nullptr);
+  ScopedEnv split("TXOPS_GDR_SPLIT", nullptr);
   PrefillConfig c;
   c.lengths = {9 * kChunk, 3, 17, 64, 1, 0, 40, 90};
   c.nk = 2, c.nv = 4, c.dk = 16, c.dv = 24;
   PrefillProblem problem(c);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  PrefillVariantScope scope({"chunked", txops::active_isa()});
-  ThreadsScope threads(2);
+  PrefillKernelScope kernel("chunked");
+  ScopedThreads threads(2);
   ASSERT_TRUE(problem.run().ok());
   EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "ragged out", nullptr));
   EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "ragged state", nullptr));

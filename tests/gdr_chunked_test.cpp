@@ -1,7 +1,7 @@
 // gdr_chunked_test.cpp — the chunked prefill kernel (kernels_chunked.cpp), forced with TXOPS_GDR_KERNEL=chunked,
-// against the fp64 oracle: lengths around the chunk (64), ragged batches with empty sequences, head ratios,
-// head dims from 5 to 256 (partial vectors, partial GEMM tiles), with/without g, every activation and state
-// dtype, every ISA; bit-identical results for 1..4 threads; finite results for g = -20, beta = 1 and
+// against the fp64 oracle: lengths around the chunk (64), ragged batches with empty sequences, head ratios, head dims
+// from 5 to 256 (partial vectors, partial GEMM tiles), with/without g, every activation and state dtype, each ISA the
+// CPU has (one test per ISA); bit-identical results for 1..4 threads; finite results for g = -20, beta = 1 and
 // unnormalised keys; TXOPS_VERBOSE names the kernel. (gdr_prefill_test sweeps both kernels over its own cases.)
 #include <gtest/gtest.h>
 
@@ -16,24 +16,25 @@ namespace {
 using txops::DType;
 using txops::Isa;
 
+TXOPS_ISA_TEST_SUITE(GdrChunkedOnIsa);
+
 constexpr int32_t kChunk = 64;
 
-// Runs `config` with the chunked kernel on every ISA; out and finalState within tolerance_for("gdr_*").
+// Runs `config` with the chunked kernel under the active ISA (the test's, GdrChunkedOnIsa); out and finalState
+// within tolerance_for("gdr_*").
 void check_chunked(const PrefillConfig& config) {
   PrefillProblem problem(config);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (Isa isa : isas_to_test()) {
-    PrefillVariantScope scope({"chunked", isa});
-    SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
-    const txops::Status st = problem.run();
-    ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "chunked out", nullptr));
-    EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "chunked state", nullptr));
-  }
+  PrefillKernelScope scope("chunked");
+  SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(txops::active_isa()));
+  const txops::Status st = problem.run();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "chunked out", nullptr));
+  EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "chunked state", nullptr));
 }
 
-TEST(GdrChunked, LengthsAroundTheChunk) {
+TEST_P(GdrChunkedOnIsa, LengthsAroundTheChunk) {
   for (int32_t length : {1, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk + 5}) {
     PrefillConfig c;
     c.lengths = {length};
@@ -42,7 +43,7 @@ TEST(GdrChunked, LengthsAroundTheChunk) {
   }
 }
 
-TEST(GdrChunked, RaggedBatchesWithEmptySequences) {
+TEST_P(GdrChunkedOnIsa, RaggedBatchesWithEmptySequences) {
   PrefillConfig c;
   c.lengths = {5, 0, kChunk, kChunk + 6, 1, 0};
   c.nk = 2, c.nv = 4, c.dk = 32, c.dv = 24;
@@ -52,7 +53,7 @@ TEST(GdrChunked, RaggedBatchesWithEmptySequences) {
   check_chunked(c);
 }
 
-TEST(GdrChunked, HeadRatiosAndOddHeads) {
+TEST_P(GdrChunkedOnIsa, HeadRatiosAndOddHeads) {
   struct Heads { int64_t nk, nv; };
   for (Heads h : {Heads{2, 2}, Heads{2, 4}, Heads{1, 4}, Heads{3, 6}, Heads{5, 5}, Heads{3, 12}}) {
     PrefillConfig c;
@@ -62,7 +63,7 @@ TEST(GdrChunked, HeadRatiosAndOddHeads) {
   }
 }
 
-TEST(GdrChunked, HeadDims) {
+TEST_P(GdrChunkedOnIsa, HeadDims) {
   const int64_t dims[] = {5, 31, 50, 96, 128, 256};
   for (int64_t dk : dims)
     for (int64_t dv : dims) {
@@ -75,7 +76,7 @@ TEST(GdrChunked, HeadDims) {
     }
 }
 
-TEST(GdrChunked, WithoutGAndScales) {
+TEST_P(GdrChunkedOnIsa, WithoutGAndScales) {
   PrefillConfig c;
   c.lengths = {kChunk + 11, 3};
   c.nk = 1, c.nv = 2, c.dk = 32, c.dv = 16;
@@ -86,7 +87,7 @@ TEST(GdrChunked, WithoutGAndScales) {
   check_chunked(c);
 }
 
-TEST(GdrChunked, ActivationAndStateDtypes) {
+TEST_P(GdrChunkedOnIsa, ActivationAndStateDtypes) {
   for (DType act : {DType::kBF16, DType::kF16, DType::kF32})
     for (DType state : {DType::kBF16, DType::kF32}) {
       PrefillConfig c;
@@ -97,21 +98,19 @@ TEST(GdrChunked, ActivationAndStateDtypes) {
     }
 }
 
-TEST(GdrChunked, BitIdenticalForOneToFourThreads) {
+TEST_P(GdrChunkedOnIsa, BitIdenticalForOneToFourThreads) {
   PrefillConfig c;
   c.lengths = {2 * kChunk + 3, 0, kChunk, 7, 1, 100};
   c.nk = 2, c.nv = 6, c.dk = 32, c.dv = 48;
   c.state = DType::kBF16;
   PrefillProblem problem(c);
-  for (Isa isa : isas_to_test()) {
-    PrefillVariantScope scope({"chunked", isa});
-    SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa));
-    expect_bit_identical_across_threads(problem);
-  }
+  PrefillKernelScope scope("chunked");
+  SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa()));
+  expect_bit_identical_across_threads(problem);
 }
 
 // Outside the caller's guarantees: strong decay with beta = 1 (accurate), unnormalised keys (finite).
-TEST(GdrChunked, StrongDecayBetaOne) {
+TEST_P(GdrChunkedOnIsa, StrongDecayBetaOne) {
   PrefillConfig c;
   c.lengths = {2 * kChunk + 5, 3};
   c.nk = 1, c.nv = 2, c.dk = 16, c.dv = 16;
@@ -121,18 +120,16 @@ TEST(GdrChunked, StrongDecayBetaOne) {
   for (int64_t i = 0; i < problem.beta.numel(); ++i) problem.beta.set(i, 1.0);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (Isa isa : isas_to_test()) {
-    PrefillVariantScope scope({"chunked", isa});
-    SCOPED_TRACE(std::string("g=-20 beta=1 isa=") + txops::isa_name(isa));
-    ASSERT_TRUE(problem.run().ok());
-    EXPECT_TRUE(all_finite(problem.out));
-    EXPECT_TRUE(all_finite(problem.final_state));
-    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "g=-20 out", nullptr));
-    EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "g=-20 state", nullptr));
-  }
+  PrefillKernelScope scope("chunked");
+  SCOPED_TRACE(std::string("g=-20 beta=1 isa=") + txops::isa_name(isa()));
+  ASSERT_TRUE(problem.run().ok());
+  EXPECT_TRUE(all_finite(problem.out));
+  EXPECT_TRUE(all_finite(problem.final_state));
+  EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "g=-20 out", nullptr));
+  EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "g=-20 state", nullptr));
 }
 
-TEST(GdrChunked, UnnormalisedKeysBetaOneStayFinite) {
+TEST_P(GdrChunkedOnIsa, UnnormalisedKeysBetaOneStayFinite) {
   PrefillConfig c;
   c.lengths = {20, 6};  // |k| = 2, beta = 1: S grows like 3^L, finite in fp32 for L = 20
   c.dk = 8, c.dv = 8;
@@ -142,13 +139,11 @@ TEST(GdrChunked, UnnormalisedKeysBetaOneStayFinite) {
   InputGenerator gen(11);
   gen.rows_with_norm(&problem.k, 2.0);
   for (int64_t i = 0; i < problem.beta.numel(); ++i) problem.beta.set(i, 1.0);
-  for (Isa isa : isas_to_test()) {
-    PrefillVariantScope scope({"chunked", isa});
-    SCOPED_TRACE(std::string("|k|=2 beta=1 isa=") + txops::isa_name(isa));
-    ASSERT_TRUE(problem.run().ok());
-    EXPECT_TRUE(all_finite(problem.out));
-    EXPECT_TRUE(all_finite(problem.final_state));
-  }
+  PrefillKernelScope scope("chunked");
+  SCOPED_TRACE(std::string("|k|=2 beta=1 isa=") + txops::isa_name(isa()));
+  ASSERT_TRUE(problem.run().ok());
+  EXPECT_TRUE(all_finite(problem.out));
+  EXPECT_TRUE(all_finite(problem.final_state));
 }
 
 TEST(GdrChunked, VerboseNamesTheKernel) {
@@ -158,7 +153,7 @@ TEST(GdrChunked, VerboseNamesTheKernel) {
   const bool was_verbose = txops::verbose();
   txops::set_verbose(true);
   for (const char* kernel : {"chunked", "recurrent"}) {
-    PrefillVariantScope scope({kernel, txops::active_isa()});
+    PrefillKernelScope scope(kernel);
     ::testing::internal::CaptureStderr();
     const txops::Status st = problem.run();
     const std::string log = ::testing::internal::GetCapturedStderr();

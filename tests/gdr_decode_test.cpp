@@ -1,7 +1,7 @@
-// gdr_decode_test.cpp — recurrent_gated_delta_rule (decode on a state pool) against the fp64 oracle:
-// ssmStateIndices mapping, numAcceptedTokens (speculative decoding), gk per-key decay, untouched slots keep
-// their bytes, several tokens per sequence, dtypes and ISAs; prefill of L tokens then decode of one equals
-// prefill of L + 1; bit-identical results for 1..4 threads. Prints the error table.
+// gdr_decode_test.cpp — recurrent_gated_delta_rule (decode on a state pool) against the fp64 oracle: ssmStateIndices
+// mapping, numAcceptedTokens (speculative decoding), gk per-key decay, untouched slots keep their bytes, several
+// tokens per sequence, dtypes, each test once per ISA (those this CPU lacks are SKIPPED, named); prefill of L tokens
+// then decode of one equals prefill of L + 1; bit-identical results for 1..4 threads. Prints the error table.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -16,6 +16,8 @@ namespace {
 
 using txops::DType;
 using txops::Isa;
+
+TXOPS_ISA_TEST_SUITE(GdrDecodeOnIsa);
 
 ErrorTable& error_table() {
   static ErrorTable table;
@@ -38,30 +40,28 @@ std::vector<uint8_t> slot_bytes(const HostTensor& pool, int64_t slot) {
   return std::vector<uint8_t>(pool.bytes.begin() + slot * slot_size, pool.bytes.begin() + (slot + 1) * slot_size);
 }
 
-// Runs `config` under every ISA: out and the whole pool against the oracle, unwritten slots byte-identical.
+// Runs `config` under the active ISA (the test's, GdrDecodeOnIsa): out and the whole pool against the oracle,
+// unwritten slots byte-identical.
 void check_against_reference(const DecodeConfig& config) {
   DecodeProblem problem(config);
   std::vector<double> out_ref, pool_ref;
   problem.reference(&out_ref, &pool_ref);
   const std::set<int32_t> written(config.state_indices.begin(), config.state_indices.end());
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa));
-    const txops::Status st = problem.run();
-    ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, dtype_label("out", config),
-                                  &error_table()));
-    EXPECT_TRUE(matches_reference("gdr_state", problem.pool.view(), pool_ref, dtype_label("stateRef", config),
-                                  &error_table()));
-    for (int64_t slot = 0; slot < config.num_slots; ++slot) {
-      if (written.count(static_cast<int32_t>(slot))) continue;
-      EXPECT_TRUE(slot_bytes(problem.pool, slot) == slot_bytes(problem.pool_before, slot))
-          << "slot " << slot << " is written by no token but changed";
-    }
+  SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(txops::active_isa()));
+  const txops::Status st = problem.run();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, dtype_label("out", config),
+                                &error_table()));
+  EXPECT_TRUE(matches_reference("gdr_state", problem.pool.view(), pool_ref, dtype_label("stateRef", config),
+                                &error_table()));
+  for (int64_t slot = 0; slot < config.num_slots; ++slot) {
+    if (written.count(static_cast<int32_t>(slot))) continue;
+    EXPECT_TRUE(slot_bytes(problem.pool, slot) == slot_bytes(problem.pool_before, slot))
+        << "slot " << slot << " is written by no token but changed";
   }
 }
 
-TEST(GdrDecode, OneTokenPerSequenceWithScatteredSlots) {
+TEST_P(GdrDecodeOnIsa, OneTokenPerSequenceWithScatteredSlots) {
   DecodeConfig c;
   c.lengths = {1, 1, 1};
   c.state_indices = {7, 2, 9};
@@ -71,8 +71,8 @@ TEST(GdrDecode, OneTokenPerSequenceWithScatteredSlots) {
 }
 
 // The common serving step: many sequences, one token each, Qwen3-Next-like heads; both pool dtypes, with and
-// without gk, every ISA, and the same bytes for 1..4 threads.
-TEST(GdrDecode, OneTokenBatchRealisticHeads) {
+// without gk, and the same bytes for 1..4 threads.
+TEST_P(GdrDecodeOnIsa, OneTokenBatchRealisticHeads) {
   for (DType state : {DType::kBF16, DType::kF32}) {
     for (bool with_gk : {false, true}) {
       DecodeConfig c;
@@ -86,8 +86,9 @@ TEST(GdrDecode, OneTokenBatchRealisticHeads) {
       DecodeProblem problem(c);
       std::vector<uint8_t> out_one, pool_one;
       for (int threads : {1, 2, 3, 4}) {
-        ThreadsScope threads_scope(threads);
+        ScopedThreads threads_scope(threads);
         ASSERT_TRUE(problem.run().ok());
+        EXPECT_TRUE(ran_multithreaded(threads)) << c.describe();
         if (threads == 1) {
           out_one = problem.out.bytes, pool_one = problem.pool.bytes;
           continue;
@@ -99,7 +100,7 @@ TEST(GdrDecode, OneTokenBatchRealisticHeads) {
   }
 }
 
-TEST(GdrDecode, SeveralTokensPerSequence) {
+TEST_P(GdrDecodeOnIsa, SeveralTokensPerSequence) {
   DecodeConfig c;
   c.lengths = {3, 1, 8, 2};
   c.state_indices = {0, 1, 2, 11, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13};
@@ -108,7 +109,7 @@ TEST(GdrDecode, SeveralTokensPerSequence) {
   check_against_reference(c);
 }
 
-TEST(GdrDecode, EmptySequencesReadAndWriteNothing) {
+TEST_P(GdrDecodeOnIsa, EmptySequencesReadAndWriteNothing) {
   DecodeConfig c;  // txops allows L = 0 (CANN does not): no slot read or written for it
   c.lengths = {0, 2, 0, 1, 0};
   c.state_indices = {3, 1, 0};
@@ -117,7 +118,7 @@ TEST(GdrDecode, EmptySequencesReadAndWriteNothing) {
   check_against_reference(c);
 }
 
-TEST(GdrDecode, NumAcceptedTokensResumesFromLastAcceptedSlot) {
+TEST_P(GdrDecodeOnIsa, NumAcceptedTokensResumesFromLastAcceptedSlot) {
   DecodeConfig c;
   c.lengths = {3, 4, 2, 1};
   c.state_indices = {4, 5, 6, 0, 1, 2, 3, 9, 8, 7};
@@ -130,7 +131,7 @@ TEST(GdrDecode, NumAcceptedTokensResumesFromLastAcceptedSlot) {
   check_against_reference(c);
 }
 
-TEST(GdrDecode, PerKeyDecayGk) {
+TEST_P(GdrDecodeOnIsa, PerKeyDecayGk) {
   for (bool with_g : {false, true}) {
     DecodeConfig c;
     c.lengths = {2, 3};
@@ -145,7 +146,7 @@ TEST(GdrDecode, PerKeyDecayGk) {
 
 // One token per sequence with rows wider than the register kernels (AVX2: Dk > 64; SCALAR: any): the two-pass
 // wide-row kernel, with an odd number of vectors per row and a row count that leaves a partial block of rows.
-TEST(GdrDecode, OneTokenWideRowsOddShapes) {
+TEST_P(GdrDecodeOnIsa, OneTokenWideRowsOddShapes) {
   struct Shape { int64_t dk, dv; };
   for (Shape s : {Shape{72, 13}, Shape{136, 6}, Shape{256, 1}}) {
     for (bool with_gk : {false, true}) {
@@ -161,7 +162,7 @@ TEST(GdrDecode, OneTokenWideRowsOddShapes) {
   }
 }
 
-TEST(GdrDecode, HeadRatiosAndOddDims) {
+TEST_P(GdrDecodeOnIsa, HeadRatiosAndOddDims) {
   struct Shape { int64_t nk, nv, dk, dv; };
   for (Shape s : {Shape{1, 8, 5, 31}, Shape{3, 6, 31, 5}, Shape{4, 4, 50, 96}, Shape{1, 2, 96, 50},
                   Shape{2, 4, 128, 128}, Shape{1, 1, 256, 256}}) {
@@ -175,7 +176,7 @@ TEST(GdrDecode, HeadRatiosAndOddDims) {
   }
 }
 
-TEST(GdrDecode, DtypesScalesAndNoG) {
+TEST_P(GdrDecodeOnIsa, DtypesScalesAndNoG) {
   for (DType act : {DType::kBF16, DType::kF16, DType::kF32}) {
     for (DType state : {DType::kBF16, DType::kF32}) {
       DecodeConfig c;
@@ -250,7 +251,7 @@ TEST(GdrDecode, PrefillThenDecodeMatchesLongerPrefill) {
   }
 }
 
-TEST(GdrDecode, BitIdenticalForAnyThreadCount) {
+TEST_P(GdrDecodeOnIsa, BitIdenticalForAnyThreadCount) {
   DecodeConfig c;
   c.lengths = {2, 1, 3, 1, 1};
   c.state_indices = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -260,26 +261,24 @@ TEST(GdrDecode, BitIdenticalForAnyThreadCount) {
   c.with_gk = true;
   c.state = DType::kBF16;
   DecodeProblem problem(c);
-  for (Isa isa : isas_to_test()) {
-    IsaScope isa_scope(isa);
-    SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa));
-    std::vector<uint8_t> out_one, pool_one;
-    for (int threads : {1, 2, 3, 4}) {
-      ThreadsScope threads_scope(threads);
-      std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
-      ASSERT_TRUE(problem.run().ok());
-      if (threads == 1) {
-        out_one = problem.out.bytes;
-        pool_one = problem.pool.bytes;
-        continue;
-      }
-      EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
-      EXPECT_TRUE(problem.pool.bytes == pool_one) << "stateRef differs with " << threads << " threads";
+  SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa()));
+  std::vector<uint8_t> out_one, pool_one;
+  for (int threads : {1, 2, 3, 4}) {
+    ScopedThreads threads_scope(threads);
+    std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+    ASSERT_TRUE(problem.run().ok());
+    EXPECT_TRUE(ran_multithreaded(threads));
+    if (threads == 1) {
+      out_one = problem.out.bytes;
+      pool_one = problem.pool.bytes;
+      continue;
     }
+    EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
+    EXPECT_TRUE(problem.pool.bytes == pool_one) << "stateRef differs with " << threads << " threads";
   }
 }
 
-TEST(GdrDecode, OutsideGuaranteesStaysFinite) {
+TEST_P(GdrDecodeOnIsa, OutsideGuaranteesStaysFinite) {
   DecodeConfig c;
   c.lengths = {4, 2};
   c.state_indices = {0, 1, 2, 3, 4, 5};
@@ -295,17 +294,14 @@ TEST(GdrDecode, OutsideGuaranteesStaysFinite) {
   gen.rows_with_norm(&problem.k, 2.0);
   std::vector<double> out_ref, pool_ref;
   problem.reference(&out_ref, &pool_ref);
-  for (Isa isa : isas_to_test()) {
-    IsaScope scope(isa);
-    SCOPED_TRACE(std::string("g=-20 gk in {0,-20} beta=1 |k|=2 isa=") + txops::isa_name(isa));
-    ASSERT_TRUE(problem.run().ok());
-    EXPECT_TRUE(all_finite(problem.out));
-    EXPECT_TRUE(all_finite(problem.pool));
-    // Few tokens: the recurrent form stays accurate even outside the guaranteed ranges.
-    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "decode outside guarantees: out", nullptr));
-    EXPECT_TRUE(matches_reference("gdr_state", problem.pool.view(), pool_ref, "decode outside guarantees: stateRef",
-                                  nullptr));
-  }
+  SCOPED_TRACE(std::string("g=-20 gk in {0,-20} beta=1 |k|=2 isa=") + txops::isa_name(isa()));
+  ASSERT_TRUE(problem.run().ok());
+  EXPECT_TRUE(all_finite(problem.out));
+  EXPECT_TRUE(all_finite(problem.pool));
+  // Few tokens: the recurrent form stays accurate even outside the guaranteed ranges.
+  EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "decode outside guarantees: out", nullptr));
+  EXPECT_TRUE(matches_reference("gdr_state", problem.pool.view(), pool_ref, "decode outside guarantees: stateRef",
+                                nullptr));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// gdr_layout_test.cpp — both gated-delta-rule ops on non-contiguous views (txops accepts any strides): padded
-// rows with a leading offset for every tensor, outputs included (nothing outside the view may change), strided
-// index tensors, and stride-0 broadcast inputs (one initial state for every sequence, one g for every head).
+// gdr_layout_test.cpp — both gated-delta-rule ops on non-contiguous views (txops accepts any strides): padded rows
+// with a leading offset for every tensor, outputs included (nothing outside the view may change), strided index
+// tensors, and stride-0 broadcast inputs (one initial state for every sequence, one g for every head); once per ISA
+// (those this CPU lacks are SKIPPED, named).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,7 +16,9 @@ namespace {
 using txops::DType;
 using txops::Isa;
 
-TEST(GdrLayout, PrefillPaddedViewsEverywhere) {
+TXOPS_ISA_TEST_SUITE(GdrLayoutOnIsa);
+
+TEST_P(GdrLayoutOnIsa, PrefillPaddedViewsEverywhere) {
   for (DType act : {DType::kBF16, DType::kF32}) {
     PrefillConfig c;
     c.lengths = {70, 0, 9};
@@ -26,12 +29,14 @@ TEST(GdrLayout, PrefillPaddedViewsEverywhere) {
     p.reference(&out_ref, &state_ref);
     PaddedTensor q(p.q, 3, 5), k(p.k, 1, 2), v(p.v, 4, 1), beta(p.beta, 2, 3), g(p.g, 5, 7), s0(p.initial_state, 3, 1);
     PaddedTensor lengths(p.lengths, 0, 3), out(p.out, 3, 4), s1(p.final_state, 2, 6);
-    for (const PrefillVariant& variant : prefill_variants()) {
-      PrefillVariantScope scope(variant);
-      SCOPED_TRACE(c.describe() + " " + variant.name());
+    for (const char* kernel : prefill_kernels()) {
+      PrefillKernelScope scope(kernel);
+      SCOPED_TRACE(c.describe() + " kernel=" + kernel + " isa=" + txops::isa_name(isa()));
+      forget_plan();
       const txops::Status st = txops::chunk_gated_delta_rule(q.view, k.view, v.view, beta.view, s0.view, lengths.view,
                                                              &g.view, p.scale(), out.view, s1.view);
       ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_TRUE(planned_on(isa()));
       EXPECT_TRUE(matches_reference("gdr_out", out.view, out_ref, "padded out", nullptr));
       EXPECT_TRUE(matches_reference("gdr_state", s1.view, state_ref, "padded finalState", nullptr));
       EXPECT_TRUE(out.outside_untouched()) << "out: bytes outside the view changed";
@@ -40,7 +45,7 @@ TEST(GdrLayout, PrefillPaddedViewsEverywhere) {
   }
 }
 
-TEST(GdrLayout, PrefillBroadcastInitialStateAndG) {
+TEST_P(GdrLayoutOnIsa, PrefillBroadcastInitialStateAndG) {
   PrefillConfig c;
   c.lengths = {5, 66, 1};
   c.nk = 1, c.nv = 3, c.dk = 8, c.dv = 8;
@@ -50,19 +55,21 @@ TEST(GdrLayout, PrefillBroadcastInitialStateAndG) {
   std::vector<double> out_ref, state_ref;
   txops::reference::chunk_gated_delta_rule(p.q.view(), p.k.view(), p.v.view(), p.beta.view(), s0, p.lengths.view(),
                                            &g, p.scale(), &out_ref, &state_ref);
-  for (const PrefillVariant& variant : prefill_variants()) {
-    PrefillVariantScope scope(variant);
-    SCOPED_TRACE(c.describe() + " " + variant.name());
+  for (const char* kernel : prefill_kernels()) {
+    PrefillKernelScope scope(kernel);
+    SCOPED_TRACE(c.describe() + " kernel=" + kernel + " isa=" + txops::isa_name(isa()));
+    forget_plan();
     const txops::Status st = txops::chunk_gated_delta_rule(p.q.view(), p.k.view(), p.v.view(), p.beta.view(), s0,
                                                            p.lengths.view(), &g, p.scale(), p.out.view(),
                                                            p.final_state.view());
     ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(planned_on(isa()));
     EXPECT_TRUE(matches_reference("gdr_out", p.out.view(), out_ref, "broadcast out", nullptr));
     EXPECT_TRUE(matches_reference("gdr_state", p.final_state.view(), state_ref, "broadcast finalState", nullptr));
   }
 }
 
-TEST(GdrLayout, DecodePaddedPoolAndStridedIndices) {
+TEST_P(GdrLayoutOnIsa, DecodePaddedPoolAndStridedIndices) {
   for (DType state : {DType::kBF16, DType::kF32}) {
     DecodeConfig c;
     c.lengths = {2, 1, 3};
@@ -81,19 +88,18 @@ TEST(GdrLayout, DecodePaddedPoolAndStridedIndices) {
     for (size_t t = 0; t < c.state_indices.size(); ++t) spread_indices.ints()[2 * t] = c.state_indices[t];
     const TensorView indices(spread_indices.bytes.data(), DType::kI32, {static_cast<int64_t>(c.state_indices.size())},
                              {2});
-    for (Isa isa : isas_to_test()) {
-      IsaScope scope(isa);
-      SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa));
-      PaddedTensor pool(p.pool_before, 4, 3);
-      const txops::Status st = txops::recurrent_gated_delta_rule(q.view, k.view, v.view, beta.view, pool.view,
-                                                                 lengths.view, indices, &g.view, &gk.view,
-                                                                 &accepted.view, p.scale(), out.view);
-      ASSERT_TRUE(st.ok()) << st.message();
-      EXPECT_TRUE(matches_reference("gdr_out", out.view, out_ref, "padded decode out", nullptr));
-      EXPECT_TRUE(matches_reference("gdr_state", pool.view, pool_ref, "padded stateRef", nullptr));
-      EXPECT_TRUE(out.outside_untouched()) << "out: bytes outside the view changed";
-      EXPECT_TRUE(pool.outside_untouched()) << "stateRef: bytes outside the view changed";
-    }
+    SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa()));
+    PaddedTensor pool(p.pool_before, 4, 3);
+    forget_plan();
+    const txops::Status st = txops::recurrent_gated_delta_rule(q.view, k.view, v.view, beta.view, pool.view,
+                                                               lengths.view, indices, &g.view, &gk.view,
+                                                               &accepted.view, p.scale(), out.view);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(planned_on(isa()));
+    EXPECT_TRUE(matches_reference("gdr_out", out.view, out_ref, "padded decode out", nullptr));
+    EXPECT_TRUE(matches_reference("gdr_state", pool.view, pool_ref, "padded stateRef", nullptr));
+    EXPECT_TRUE(out.outside_untouched()) << "out: bytes outside the view changed";
+    EXPECT_TRUE(pool.outside_untouched()) << "stateRef: bytes outside the view changed";
   }
 }
 

@@ -1,7 +1,8 @@
-// gdr_prefill_test.cpp — chunk_gated_delta_rule (prefill) against the fp64 oracle: sequence lengths around
-// the chunk size, ragged batches, head ratios, odd head dims, with/without g, scale, every activation and
-// state dtype, every ISA; splitting a sequence over two calls; bit-identical results for 1..4 threads;
-// robustness outside the caller's guaranteed ranges. Prints the error table the closing note quotes.
+// gdr_prefill_test.cpp — chunk_gated_delta_rule (prefill) against the fp64 oracle: sequence lengths around the chunk
+// size, ragged batches, head ratios, odd head dims, with/without g, scale, every activation and state dtype, both
+// prefill kernels on each ISA the CPU has (one test per ISA); splitting a sequence over two calls; bit-identical
+// results for 1..4 threads; robustness outside the caller's guaranteed ranges. Prints the error table the closing
+// note quotes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,6 +16,10 @@ namespace {
 
 using txops::DType;
 using txops::Isa;
+
+TXOPS_ISA_TEST_SUITE(GdrPrefillOnIsa);
+
+
 
 constexpr int32_t kChunk = 64;
 
@@ -34,24 +39,29 @@ std::string dtype_label(const char* what, const PrefillConfig& c) {
          txops::dtype_name(c.state);
 }
 
-// Runs `config` under every ISA and checks out and final_state against the oracle.
+// "kernel=chunked isa=avx2": the prefill kernel forced and the active ISA (the test's, GdrPrefillOnIsa).
+std::string variant_name(const char* kernel) {
+  return std::string("kernel=") + kernel + " isa=" + txops::isa_name(txops::active_isa());
+}
+
+// Runs `config` with each prefill kernel under the active ISA and checks out and final_state against the oracle.
 void check_against_reference(const PrefillConfig& config) {
   PrefillProblem problem(config);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (const PrefillVariant& variant : prefill_variants()) {
-    PrefillVariantScope scope(variant);
-    SCOPED_TRACE(config.describe() + " " + variant.name());
+  for (const char* kernel : prefill_kernels()) {
+    PrefillKernelScope scope(kernel);
+    SCOPED_TRACE(config.describe() + " " + variant_name(kernel));
     const txops::Status st = problem.run();
     ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, dtype_label("out", config) + " " + variant.kernel,
+    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, dtype_label("out", config) + " " + kernel,
                                   &error_table()));
     EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref,
-                                  dtype_label("finalState", config) + " " + variant.kernel, &error_table()));
+                                  dtype_label("finalState", config) + " " + kernel, &error_table()));
   }
 }
 
-TEST(GdrPrefill, SequenceLengthsAroundTheChunk) {
+TEST_P(GdrPrefillOnIsa, SequenceLengthsAroundTheChunk) {
   for (int32_t length : {1, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk + 5}) {
     PrefillConfig c;
     c.lengths = {length};
@@ -60,7 +70,7 @@ TEST(GdrPrefill, SequenceLengthsAroundTheChunk) {
   }
 }
 
-TEST(GdrPrefill, RaggedBatchWithZeroLengthSequence) {
+TEST_P(GdrPrefillOnIsa, RaggedBatchWithZeroLengthSequence) {
   PrefillConfig c;
   c.lengths = {5, 0, kChunk, kChunk + 6, 1, 0};
   c.nk = 2, c.nv = 4, c.dk = 32, c.dv = 24;
@@ -70,7 +80,7 @@ TEST(GdrPrefill, RaggedBatchWithZeroLengthSequence) {
   check_against_reference(c);
 }
 
-TEST(GdrPrefill, HeadRatios) {
+TEST_P(GdrPrefillOnIsa, HeadRatios) {
   struct Heads { int64_t nk, nv; };
   for (Heads h : {Heads{2, 2}, Heads{2, 4}, Heads{1, 4}, Heads{1, 8}, Heads{3, 6}, Heads{3, 3}, Heads{5, 5}}) {
     PrefillConfig c;
@@ -80,7 +90,7 @@ TEST(GdrPrefill, HeadRatios) {
   }
 }
 
-TEST(GdrPrefill, OddHeadDims) {
+TEST_P(GdrPrefillOnIsa, OddHeadDims) {
   struct Dims { int64_t dk, dv; };
   // Odd sizes, and sizes around the vector widths (8 / 16 fp32 lanes, 32 bf16 lanes).
   for (Dims d : {Dims{5, 31}, Dims{31, 5}, Dims{50, 96}, Dims{96, 50}, Dims{1, 1}, Dims{15, 16}, Dims{16, 17},
@@ -92,7 +102,7 @@ TEST(GdrPrefill, OddHeadDims) {
   }
 }
 
-TEST(GdrPrefill, LargeHeadDims) {
+TEST_P(GdrPrefillOnIsa, LargeHeadDims) {
   PrefillConfig c;
   c.lengths = {kChunk + 9};
   c.dk = 128, c.dv = 128;
@@ -104,14 +114,14 @@ TEST(GdrPrefill, LargeHeadDims) {
 }
 
 // Qwen3-Next-like heads (GQA 2, Dk = Dv = 128) over several chunks and a ragged batch.
-TEST(GdrPrefill, RealisticHeadsManyChunks) {
+TEST_P(GdrPrefillOnIsa, RealisticHeadsManyChunks) {
   PrefillConfig c;
   c.lengths = {3 * kChunk + 44, 0, 2 * kChunk + 1};
   c.nk = 2, c.nv = 4, c.dk = 128, c.dv = 128;
   check_against_reference(c);
 }
 
-TEST(GdrPrefill, WithoutGAndOtherScales) {
+TEST_P(GdrPrefillOnIsa, WithoutGAndOtherScales) {
   for (float scale : {0.0f, 1.0f, 0.3f}) {
     for (bool with_g : {false, true}) {
       PrefillConfig c;
@@ -124,7 +134,7 @@ TEST(GdrPrefill, WithoutGAndOtherScales) {
   }
 }
 
-TEST(GdrPrefill, ActivationAndStateDtypes) {
+TEST_P(GdrPrefillOnIsa, ActivationAndStateDtypes) {
   for (DType act : {DType::kBF16, DType::kF16, DType::kF32}) {
     for (DType state : {DType::kBF16, DType::kF32}) {
       PrefillConfig c;
@@ -195,8 +205,8 @@ TEST(GdrPrefill, TwoCallsMatchOneCall) {
   }
 }
 
-// Every thread count gives the same bytes, for every ISA.
-TEST(GdrPrefill, BitIdenticalForAnyThreadCount) {
+// Every thread count gives the same bytes.
+TEST_P(GdrPrefillOnIsa, BitIdenticalForAnyThreadCount) {
   std::vector<PrefillConfig> configs(3);
   configs[0].lengths = {2 * kChunk + 3, 0, kChunk, 7, 1};
   configs[0].nk = 2, configs[0].nv = 6, configs[0].dk = 32, configs[0].dv = 48;
@@ -207,16 +217,16 @@ TEST(GdrPrefill, BitIdenticalForAnyThreadCount) {
   configs[2].nk = 4, configs[2].nv = 8, configs[2].dk = 64, configs[2].dv = 64;
   for (const PrefillConfig& c : configs) {
     PrefillProblem problem(c);
-    for (const PrefillVariant& variant : prefill_variants()) {
-      PrefillVariantScope variant_scope(variant);
-      SCOPED_TRACE(c.describe() + " " + variant.name());
+    for (const char* kernel : prefill_kernels()) {
+      PrefillKernelScope kernel_scope(kernel);
+      SCOPED_TRACE(c.describe() + " " + variant_name(kernel));
       expect_bit_identical_across_threads(problem);
     }
   }
 }
 
 // Outside the caller's guarantees: finite results where the maths is finite, never a crash.
-TEST(GdrPrefill, StrongDecayBetaOneStaysAccurate) {
+TEST_P(GdrPrefillOnIsa, StrongDecayBetaOneStaysAccurate) {
   PrefillConfig c;
   c.lengths = {2 * kChunk + 5, 3};
   c.nk = 1, c.nv = 2, c.dk = 16, c.dv = 16;
@@ -226,9 +236,9 @@ TEST(GdrPrefill, StrongDecayBetaOneStaysAccurate) {
   for (int64_t i = 0; i < problem.beta.numel(); ++i) problem.beta.set(i, 1.0);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (const PrefillVariant& variant : prefill_variants()) {
-    PrefillVariantScope scope(variant);
-    SCOPED_TRACE(std::string("g=-20 beta=1 ") + variant.name());
+  for (const char* kernel : prefill_kernels()) {
+    PrefillKernelScope scope(kernel);
+    SCOPED_TRACE(std::string("g=-20 beta=1 ") + variant_name(kernel));
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
@@ -239,7 +249,7 @@ TEST(GdrPrefill, StrongDecayBetaOneStaysAccurate) {
 
 // Decay that is gentle for long stretches and then drops sharply (g = -30 every 17th token, -60 at the end):
 // any kernel that factors the decay out of the state (scaled states, cumulative sums) must renormalise.
-TEST(GdrPrefill, SpikyDecayMatchesReference) {
+TEST_P(GdrPrefillOnIsa, SpikyDecayMatchesReference) {
   for (DType act : {DType::kF32, DType::kBF16}) {
     PrefillConfig c;
     c.lengths = {3 * kChunk + 5, 300};
@@ -255,9 +265,9 @@ TEST(GdrPrefill, SpikyDecayMatchesReference) {
       }
     std::vector<double> out_ref, state_ref;
     problem.reference(&out_ref, &state_ref);
-    for (const PrefillVariant& variant : prefill_variants()) {
-      PrefillVariantScope scope(variant);
-      SCOPED_TRACE(c.describe() + " spiky g " + variant.name());
+    for (const char* kernel : prefill_kernels()) {
+      PrefillKernelScope scope(kernel);
+      SCOPED_TRACE(c.describe() + " spiky g " + variant_name(kernel));
       ASSERT_TRUE(problem.run().ok());
       EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "spiky g out", nullptr));
       EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "spiky g state", nullptr));
@@ -265,15 +275,15 @@ TEST(GdrPrefill, SpikyDecayMatchesReference) {
   }
 }
 
-TEST(GdrPrefill, VeryNegativeGStaysFinite) {
+TEST_P(GdrPrefillOnIsa, VeryNegativeGStaysFinite) {
   PrefillConfig c;
   c.lengths = {kChunk + 30};
   c.dk = 16, c.dv = 8;
   PrefillProblem problem(c);
   for (int64_t i = 0; i < problem.g.numel(); ++i) problem.g.set(i, i % 3 == 0 ? -1e4 : -50.0);
-  for (const PrefillVariant& variant : prefill_variants()) {
-    PrefillVariantScope scope(variant);
-    SCOPED_TRACE(std::string("g in {-1e4, -50} ") + variant.name());
+  for (const char* kernel : prefill_kernels()) {
+    PrefillKernelScope scope(kernel);
+    SCOPED_TRACE(std::string("g in {-1e4, -50} ") + variant_name(kernel));
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
@@ -281,7 +291,7 @@ TEST(GdrPrefill, VeryNegativeGStaysFinite) {
 }
 
 // g > 0 (growth instead of decay: e^(0.3 * 150) ~ 3.5e19 stays inside fp32) and beta = 0 on some tokens.
-TEST(GdrPrefill, PositiveGAndZeroBetaStayFinite) {
+TEST_P(GdrPrefillOnIsa, PositiveGAndZeroBetaStayFinite) {
   PrefillConfig c;
   c.lengths = {150, 2};
   c.dk = 16, c.dv = 16;
@@ -291,19 +301,19 @@ TEST(GdrPrefill, PositiveGAndZeroBetaStayFinite) {
   for (int64_t i = 0; i < problem.beta.numel(); i += 3) problem.beta.set(i, 0.0);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (const PrefillVariant& variant : prefill_variants()) {
-    PrefillVariantScope scope(variant);
-    SCOPED_TRACE(std::string("g=+0.3 beta=0 every 3rd token ") + variant.name());
+  for (const char* kernel : prefill_kernels()) {
+    PrefillKernelScope scope(kernel);
+    SCOPED_TRACE(std::string("g=+0.3 beta=0 every 3rd token ") + variant_name(kernel));
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
     const txops::CompareReport r = txops::compare_with_reference(problem.out.view(), out_ref,
                                                                  txops::tolerance_for("gdr_out", DType::kF32));
-    std::printf("  [info] g=+0.3 %s: out %s\n", variant.name().c_str(), r.describe(problem.out.view()).c_str());
+    std::printf("  [info] g=+0.3 %s: out %s\n", variant_name(kernel).c_str(), r.describe(problem.out.view()).c_str());
   }
 }
 
-TEST(GdrPrefill, UnnormalisedKeysStayFinite) {
+TEST_P(GdrPrefillOnIsa, UnnormalisedKeysStayFinite) {
   // |k| = 2 and beta = 1 make each step multiply S by (I - 4 k^ k^T): growth 3^L, finite in fp32 for L = 20.
   PrefillConfig c;
   c.lengths = {20, 6};
@@ -317,15 +327,15 @@ TEST(GdrPrefill, UnnormalisedKeysStayFinite) {
   for (int64_t i = 0; i < problem.beta.numel(); ++i) problem.beta.set(i, 1.0);
   std::vector<double> out_ref, state_ref;
   problem.reference(&out_ref, &state_ref);
-  for (const PrefillVariant& variant : prefill_variants()) {
-    PrefillVariantScope scope(variant);
-    SCOPED_TRACE(std::string("|k|=2 beta=1 ") + variant.name());
+  for (const char* kernel : prefill_kernels()) {
+    PrefillKernelScope scope(kernel);
+    SCOPED_TRACE(std::string("|k|=2 beta=1 ") + variant_name(kernel));
     ASSERT_TRUE(problem.run().ok());
     EXPECT_TRUE(all_finite(problem.out));
     EXPECT_TRUE(all_finite(problem.final_state));
     const txops::CompareReport r = txops::compare_with_reference(problem.out.view(), out_ref,
                                                                  txops::tolerance_for("gdr_out", DType::kF32));
-    std::printf("  [info] unnormalised k (|k|=2, beta=1) %s: out %s\n", variant.name().c_str(),
+    std::printf("  [info] unnormalised k (|k|=2, beta=1) %s: out %s\n", variant_name(kernel).c_str(),
                 r.describe(problem.out.view()).c_str());
   }
 }

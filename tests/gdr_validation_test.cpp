@@ -229,18 +229,18 @@ TEST(GdrValidation, PrefillCompatCannLimits) {
   for (const Case& k : cases) {
     SCOPED_TRACE(k.config.describe());
     {
-      CompatScope cann(txops::Compat::kCann);
+      ScopedCompat cann(txops::Compat::kCann);
       PrefillProblem p(k.config);
       expect_rejected(PrefillRule{k.what, nullptr, k.code, k.params}, prefill_args(&p),
                       "txops::chunk_gated_delta_rule: ", "aclnnChunkGatedDeltaRule: ");
     }
-    CompatScope txops_mode(txops::Compat::kTxops);
+    ScopedCompat txops_mode(txops::Compat::kTxops);
     PrefillProblem p(k.config);
     const txops::Status st = p.run();
     EXPECT_TRUE(st.ok()) << "txops mode must accept " << k.what << ": " << st.message();
   }
   // What CANN accepts stays accepted in cann mode: bf16, Dk = Dv = 128, Nk = Nv = 64, bf16 or fp32 state.
-  CompatScope cann(txops::Compat::kCann);
+  ScopedCompat cann(txops::Compat::kCann);
   for (DType state : {DType::kBF16, DType::kF32}) {
     c = base_prefill();
     c.dk = 128, c.dv = 128, c.state = state;
@@ -359,7 +359,7 @@ TEST(GdrValidation, DecodeRules) {
 }
 
 TEST(GdrValidation, DecodeCompatCannLimits) {
-  CompatScope cann(txops::Compat::kCann);
+  ScopedCompat cann(txops::Compat::kCann);
   DecodeConfig c = base_decode();
   c.act = DType::kF16;
   DecodeProblem fp16(c);

@@ -1,7 +1,7 @@
-// rope_adjoint_test.cpp — every RoPE backward is the exact adjoint of its forward, checked with the txops fast
-// ops alone (no reference): <dy, f(x)> == <f^T(dy), x> in double, to fp32 rounding relative to sum |dy*f(x)|.
-// For ApplyRotaryPosEmbGrad also gradCos / gradSin: the forward is linear in cos and sin, so
-// <Gq, f(q)> + <Gk, f(k)> == <gradCos, cos> + <gradSin, sin>.
+// rope_adjoint_test.cpp — every RoPE backward is the exact adjoint of its forward, checked with the txops fast ops
+// alone (no reference): <dy, f(x)> == <f^T(dy), x> in double, to fp32 rounding relative to sum |dy*f(x)|. For
+// ApplyRotaryPosEmbGrad also gradCos / gradSin: the forward is linear in cos and sin, so <Gq, f(q)> + <Gk, f(k)> ==
+// <gradCos, cos> + <gradSin, sin>. Once per ISA (those this CPU lacks are SKIPPED, named).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,8 @@ namespace txops {
 namespace {
 
 using namespace txops::testing;
+
+TXOPS_ISA_TEST_SUITE(RopeAdjointOnIsa);
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
@@ -29,68 +31,70 @@ double abs_dot(const std::vector<double>& a, const std::vector<double>& b) {
 // fp32 outputs: each element carries ~2^-24 relative error from the rounding; bf16: 2^-8.
 double relative_bound(DType dtype) { return dtype == DType::kF32 ? 1e-6 : 0x1p-7; }
 
-TEST(RopeAdjoint, InplacePartialRotaryMulGrad) {
+TEST_P(RopeAdjointOnIsa, InplacePartialRotaryMulGrad) {
   std::mt19937 rng(5);
-  for (Isa isa : all_isas()) {
-    ScopedIsa scoped(isa);
-    for (DType dtype : {DType::kF32, DType::kBF16}) {
-      for (RotaryMode mode : all_rotary_modes()) {
-        const int64_t B = 2, S = 3, N = 5, D = 72, start = 2, end = 70;
-        GuardedTensor x(&rng, dtype, {B, S, N, D}, ViewStyle::kPadded);
-        GuardedTensor dy(&rng, dtype, {B, S, N, D}, ViewStyle::kOffset);
-        GuardedTensor cos(&rng, DType::kF32, {1, S, N, end - start}, ViewStyle::kContiguous, -1, 1);
-        GuardedTensor sin(&rng, DType::kF32, {1, S, N, end - start}, ViewStyle::kContiguous, -1, 1);
-        const std::vector<double> x0 = x.values(), dy0 = dy.values();
-        ASSERT_TRUE(inplace_partial_rotary_mul(x.view(), cos.view(), sin.view(), mode, start, end).ok());
-        ASSERT_TRUE(inplace_partial_rotary_mul_grad(dy.view(), cos.view(), sin.view(), mode, start, end).ok());
-        const std::vector<double> fx = x.values(), ftdy = dy.values();
-        const double lhs = dot(dy0, fx), rhs = dot(ftdy, x0);
-        EXPECT_LE(std::fabs(lhs - rhs), relative_bound(dtype) * abs_dot(dy0, fx))
-            << rotary_mode_name(mode) << " " << dtype_name(dtype) << " isa " << isa_name(isa) << ": <dy, f(x)> = "
-            << lhs << ", <f^T dy, x> = " << rhs;
-      }
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (RotaryMode mode : all_rotary_modes()) {
+      const int64_t B = 2, S = 3, N = 5, D = 72, start = 2, end = 70;
+      GuardedTensor x(&rng, dtype, {B, S, N, D}, ViewStyle::kPadded);
+      GuardedTensor dy(&rng, dtype, {B, S, N, D}, ViewStyle::kOffset);
+      GuardedTensor cos(&rng, DType::kF32, {1, S, N, end - start}, ViewStyle::kContiguous, -1, 1);
+      GuardedTensor sin(&rng, DType::kF32, {1, S, N, end - start}, ViewStyle::kContiguous, -1, 1);
+      const std::vector<double> x0 = x.values(), dy0 = dy.values();
+      forget_plan();
+      ASSERT_TRUE(inplace_partial_rotary_mul(x.view(), cos.view(), sin.view(), mode, start, end).ok());
+      EXPECT_TRUE(planned_on(isa()));
+      forget_plan();
+      ASSERT_TRUE(inplace_partial_rotary_mul_grad(dy.view(), cos.view(), sin.view(), mode, start, end).ok());
+      EXPECT_TRUE(planned_on(isa()));
+      const std::vector<double> fx = x.values(), ftdy = dy.values();
+      const double lhs = dot(dy0, fx), rhs = dot(ftdy, x0);
+      EXPECT_LE(std::fabs(lhs - rhs), relative_bound(dtype) * abs_dot(dy0, fx))
+          << rotary_mode_name(mode) << " " << dtype_name(dtype) << " isa " << isa_name(isa()) << ": <dy, f(x)> = "
+          << lhs << ", <f^T dy, x> = " << rhs;
     }
   }
 }
 
-TEST(RopeAdjoint, ApplyRotaryPosEmbGradIncludingCosAndSin) {
+TEST_P(RopeAdjointOnIsa, ApplyRotaryPosEmbGradIncludingCosAndSin) {
   std::mt19937 rng(9);
-  for (Isa isa : all_isas()) {
-    ScopedIsa scoped(isa);
-    for (DType dtype : {DType::kF32, DType::kBF16}) {
-      for (RotaryMode mode : {RotaryMode::kHalf, RotaryMode::kInterleave, RotaryMode::kQuarter}) {
-        for (Layout layout : all_layouts()) {
-          ApplyRotaryCase c;
-          c.layout = layout, c.mode = mode, c.B = 3, c.S = 4, c.Nq = 5, c.Nk = 2, c.D = 40, c.cos_batch_one = true;
-          GuardedTensor q(&rng, dtype, apply_q_shape(c, c.Nq), ViewStyle::kContiguous);
-          GuardedTensor k(&rng, dtype, apply_q_shape(c, c.Nk), ViewStyle::kPadded);
-          GuardedTensor gq_embed(&rng, dtype, q.shape(), ViewStyle::kOffset);
-          GuardedTensor gk_embed(&rng, dtype, k.shape(), ViewStyle::kContiguous);
-          GuardedTensor cos(&rng, DType::kF32, apply_cos_shape(c), ViewStyle::kContiguous, -1, 1);
-          GuardedTensor sin(&rng, DType::kF32, apply_cos_shape(c), ViewStyle::kContiguous, -1, 1);
-          GuardedTensor gq(&rng, dtype, q.shape(), ViewStyle::kContiguous);
-          GuardedTensor gk(&rng, dtype, k.shape(), ViewStyle::kContiguous);
-          GuardedTensor gcos(&rng, DType::kF32, cos.shape(), ViewStyle::kContiguous);
-          GuardedTensor gsin(&rng, DType::kF32, cos.shape(), ViewStyle::kContiguous);
-          // Grad first (it needs the original q and k), then the forward in place.
-          ASSERT_TRUE(apply_rotary_pos_emb_grad(gq_embed.view(), gk_embed.view(), cos.view(), sin.view(), q.ptr(),
-                                                k.ptr(), mode, layout, gq.view(), gk.view(), gcos.ptr(), gsin.ptr())
-                          .ok());
-          const std::vector<double> q0 = q.values(), k0 = k.values();
-          ASSERT_TRUE(apply_rotary_pos_emb(q.view(), k.view(), cos.view(), sin.view(), layout, mode).ok());
-          const std::vector<double> Gq = gq_embed.values(), Gk = gk_embed.values();
-          const double out_dot = dot(Gq, q.values()) + dot(Gk, k.values());
-          const double scale = abs_dot(Gq, q.values()) + abs_dot(Gk, k.values());
-          const double in_dot = dot(gq.values(), q0) + dot(gk.values(), k0);
-          const double cos_sin_dot = dot(gcos.values(), cos.values()) + dot(gsin.values(), sin.values());
-          const std::string what = std::string(rotary_mode_name(mode)) + " " + layout_name(layout) + " " +
-                                   dtype_name(dtype) + " isa " + isa_name(isa);
-          EXPECT_LE(std::fabs(out_dot - in_dot), relative_bound(dtype) * scale)
-              << what << ": <G, f(x)> = " << out_dot << ", <f^T G, x> = " << in_dot;
-          // f(q) is rounded to q's dtype, gradCos/gradSin (fp32) are not: the bound is q's dtype's.
-          EXPECT_LE(std::fabs(out_dot - cos_sin_dot), relative_bound(dtype) * scale)
-              << what << ": <G, f(x)> = " << out_dot << ", <gradCos, cos> + <gradSin, sin> = " << cos_sin_dot;
-        }
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (RotaryMode mode : {RotaryMode::kHalf, RotaryMode::kInterleave, RotaryMode::kQuarter}) {
+      for (Layout layout : all_layouts()) {
+        ApplyRotaryCase c;
+        c.layout = layout, c.mode = mode, c.B = 3, c.S = 4, c.Nq = 5, c.Nk = 2, c.D = 40, c.cos_batch_one = true;
+        GuardedTensor q(&rng, dtype, apply_q_shape(c, c.Nq), ViewStyle::kContiguous);
+        GuardedTensor k(&rng, dtype, apply_q_shape(c, c.Nk), ViewStyle::kPadded);
+        GuardedTensor gq_embed(&rng, dtype, q.shape(), ViewStyle::kOffset);
+        GuardedTensor gk_embed(&rng, dtype, k.shape(), ViewStyle::kContiguous);
+        GuardedTensor cos(&rng, DType::kF32, apply_cos_shape(c), ViewStyle::kContiguous, -1, 1);
+        GuardedTensor sin(&rng, DType::kF32, apply_cos_shape(c), ViewStyle::kContiguous, -1, 1);
+        GuardedTensor gq(&rng, dtype, q.shape(), ViewStyle::kContiguous);
+        GuardedTensor gk(&rng, dtype, k.shape(), ViewStyle::kContiguous);
+        GuardedTensor gcos(&rng, DType::kF32, cos.shape(), ViewStyle::kContiguous);
+        GuardedTensor gsin(&rng, DType::kF32, cos.shape(), ViewStyle::kContiguous);
+        // Grad first (it needs the original q and k), then the forward in place.
+        forget_plan();
+        ASSERT_TRUE(apply_rotary_pos_emb_grad(gq_embed.view(), gk_embed.view(), cos.view(), sin.view(), q.ptr(),
+                                              k.ptr(), mode, layout, gq.view(), gk.view(), gcos.ptr(), gsin.ptr())
+                        .ok());
+        EXPECT_TRUE(planned_on(isa()));
+        const std::vector<double> q0 = q.values(), k0 = k.values();
+        forget_plan();
+        ASSERT_TRUE(apply_rotary_pos_emb(q.view(), k.view(), cos.view(), sin.view(), layout, mode).ok());
+        EXPECT_TRUE(planned_on(isa()));
+        const std::vector<double> Gq = gq_embed.values(), Gk = gk_embed.values();
+        const double out_dot = dot(Gq, q.values()) + dot(Gk, k.values());
+        const double scale = abs_dot(Gq, q.values()) + abs_dot(Gk, k.values());
+        const double in_dot = dot(gq.values(), q0) + dot(gk.values(), k0);
+        const double cos_sin_dot = dot(gcos.values(), cos.values()) + dot(gsin.values(), sin.values());
+        const std::string what = std::string(rotary_mode_name(mode)) + " " + layout_name(layout) + " " +
+                                 dtype_name(dtype) + " isa " + isa_name(isa());
+        EXPECT_LE(std::fabs(out_dot - in_dot), relative_bound(dtype) * scale)
+            << what << ": <G, f(x)> = " << out_dot << ", <f^T G, x> = " << in_dot;
+        // f(q) is rounded to q's dtype, gradCos/gradSin (fp32) are not: the bound is q's dtype's.
+        EXPECT_LE(std::fabs(out_dot - cos_sin_dot), relative_bound(dtype) * scale)
+            << what << ": <G, f(x)> = " << out_dot << ", <gradCos, cos> + <gradSin, sin> = " << cos_sin_dot;
       }
     }
   }

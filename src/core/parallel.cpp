@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include "core/plan_record.h"
 #include "txops/txops.h"
 
 namespace txops {
@@ -19,16 +20,20 @@ void parallel_for(int threads, int64_t n, const std::function<void(int64_t, int6
   if (n <= 0) return;
   if (threads > n) threads = static_cast<int>(n);
   if (threads <= 1) {
+    record_parallel_team(1);
     fn(0, n);
     return;
   }
+  int team = 0;  // the team OpenMP really gave (for tests: core/plan_record.h)
 #pragma omp parallel num_threads(threads)
   {
     const int parts = omp_get_num_threads();
+    if (omp_get_thread_num() == 0) team = parts;
     int64_t begin, end;
     balanced_range(n, parts, omp_get_thread_num(), &begin, &end);
     if (begin < end) fn(begin, end);
   }
+  record_parallel_team(team);
 }
 
 }  // namespace txops

@@ -123,9 +123,20 @@ float PrefillProblem::scale() const {
 
 txops::Status PrefillProblem::run() {
   const TensorView gv = g.view();
-  return txops::chunk_gated_delta_rule(q.view(), k.view(), v.view(), beta.view(), initial_state.view(),
-                                       lengths.view(), config.with_g ? &gv : nullptr, scale(), out.view(),
-                                       final_state.view());
+  forget_plan();
+  const txops::Status st = txops::chunk_gated_delta_rule(q.view(), k.view(), v.view(), beta.view(),
+                                                         initial_state.view(), lengths.view(),
+                                                         config.with_g ? &gv : nullptr, scale(), out.view(),
+                                                         final_state.view());
+  if (!st.ok()) return st;
+  EXPECT_TRUE(planned_on(txops::active_isa()));
+  const char* forced = std::getenv("TXOPS_GDR_KERNEL");
+  const bool chunked = std::strcmp(last_plan().kernel, "gdr_prefill_chunked") == 0;
+  if (forced != nullptr && std::strcmp(forced, "chunked") == 0)
+    EXPECT_TRUE(chunked) << "TXOPS_GDR_KERNEL=chunked, ran " << txops::testing::describe(last_plan());
+  if (forced != nullptr && std::strcmp(forced, "recurrent") == 0)
+    EXPECT_FALSE(chunked) << "TXOPS_GDR_KERNEL=recurrent, ran " << txops::testing::describe(last_plan());
+  return st;
 }
 
 void PrefillProblem::reference(std::vector<double>* out_ref, std::vector<double>* state_ref) const {
@@ -183,10 +194,13 @@ float DecodeProblem::scale() const {
 txops::Status DecodeProblem::run() {
   pool = pool_before;
   const TensorView gv = g.view(), gkv = gk.view(), acc = accepted.view();
-  return txops::recurrent_gated_delta_rule(q.view(), k.view(), v.view(), beta.view(), pool.view(), lengths.view(),
-                                           indices.view(), config.with_g ? &gv : nullptr,
-                                           config.with_gk ? &gkv : nullptr,
-                                           config.accepted.empty() ? nullptr : &acc, scale(), out.view());
+  forget_plan();
+  const txops::Status st = txops::recurrent_gated_delta_rule(
+      q.view(), k.view(), v.view(), beta.view(), pool.view(), lengths.view(), indices.view(),
+      config.with_g ? &gv : nullptr, config.with_gk ? &gkv : nullptr, config.accepted.empty() ? nullptr : &acc,
+      scale(), out.view());
+  if (st.ok()) EXPECT_TRUE(planned_on(txops::active_isa()));
+  return st;
 }
 
 void DecodeProblem::reference(std::vector<double>* out_ref, std::vector<double>* pool_ref) const {
@@ -235,46 +249,17 @@ bool all_finite(const HostTensor& t) {
   return true;
 }
 
-std::vector<txops::Isa> isas_to_test() {
-  // The best ISA is what set_max_isa(kAvx512) leaves active; restore the current cap afterwards.
-  const txops::Isa saved = txops::active_isa();
-  txops::set_max_isa(txops::Isa::kAvx512);
-  const int best = static_cast<int>(txops::active_isa());
-  txops::set_max_isa(saved);
-  std::vector<txops::Isa> isas;
-  for (int i = 0; i <= best; ++i) isas.push_back(static_cast<txops::Isa>(i));
-  return isas;
-}
-
-std::string PrefillVariant::name() const { return std::string("kernel=") + kernel + " isa=" + txops::isa_name(isa); }
-
-std::vector<PrefillVariant> prefill_variants() {
-  std::vector<PrefillVariant> variants;
-  for (const char* kernel : {"recurrent", "chunked"})
-    for (txops::Isa isa : isas_to_test()) variants.push_back({kernel, isa});
-  return variants;
-}
-
-EnvScope::EnvScope(const char* name, const char* value) : name_(name) {
-  const char* env = std::getenv(name);
-  had_ = env != nullptr;
-  if (had_) saved_ = env;
-  if (value != nullptr) setenv(name, value, 1);
-  else unsetenv(name);
-}
-
-EnvScope::~EnvScope() {
-  if (had_) setenv(name_.c_str(), saved_.c_str(), 1);
-  else unsetenv(name_.c_str());
-}
+std::vector<const char*> prefill_kernels() { return {"recurrent", "chunked"}; }
 
 void expect_bit_identical_across_threads(PrefillProblem& problem) {
   std::vector<uint8_t> out_one, state_one;
   for (int threads : {1, 2, 3, 4}) {
-    ThreadsScope threads_scope(threads);
+    ScopedThreads threads_scope(threads);
     std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
     std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
     ASSERT_TRUE(problem.run().ok());
+    // A multi-thread run that planned one thread would compare the 1-thread partition with itself.
+    EXPECT_TRUE(ran_multithreaded(threads));
     if (threads == 1) {
       out_one = problem.out.bytes;
       state_one = problem.final_state.bytes;

@@ -1,7 +1,8 @@
 // gdr_problem.h — test helpers for the gated delta rule: owned host tensors, inputs generated as the caller
 // guarantees (q, k rows L2-normalised, g <= 0 as a log-sigmoid, 0 < beta < 1), a prefill and a decode
 // problem that run the public op and the fp64 oracle, the comparison against tolerance_for("gdr_*"), an
-// error table printed once per suite, and scopes that restore the global settings (ISA, threads, compat).
+// error table printed once per suite, and the prefill kernel choice. The settings scopes, the per-ISA fixture
+// and the plan checks are support/isa_threads.h (shared with the RoPE tests).
 #ifndef TXOPS_TESTS_SUPPORT_GDR_PROBLEM_H_
 #define TXOPS_TESTS_SUPPORT_GDR_PROBLEM_H_
 
@@ -14,12 +15,23 @@
 #include <vector>
 
 #include "core/tolerance.h"
+#include "support/isa_threads.h"
 #include "txops/txops.h"
 
 namespace gdrtest {
 
 using txops::DType;
 using txops::TensorView;
+// The settings scopes, the per-ISA fixture and the plan checks both families share (support/isa_threads.h).
+using txops::testing::forget_plan;
+using txops::testing::last_plan;
+using txops::testing::planned_on;
+using txops::testing::ran_multithreaded;
+using txops::testing::ran_on_threads;
+using txops::testing::ScopedCompat;
+using txops::testing::ScopedEnv;
+using txops::testing::ScopedIsa;
+using txops::testing::ScopedThreads;
 
 // A contiguous host tensor that owns its bytes (fp32 / fp16 / bf16 / int32).
 class HostTensor {
@@ -67,7 +79,9 @@ struct PrefillProblem {
   explicit PrefillProblem(const PrefillConfig& config);  // random inputs, zeroed outputs
   int64_t tokens() const { return q.shape[0]; }
   float scale() const;
-  txops::Status run();  // txops::chunk_gated_delta_rule into out / final_state
+  // txops::chunk_gated_delta_rule into out / final_state; on success also expects the plan to have run the active
+  // ISA's kernels and the kernel TXOPS_GDR_KERNEL forces, if any.
+  txops::Status run();
   void reference(std::vector<double>* out_ref, std::vector<double>* state_ref) const;
   PrefillConfig config;
   HostTensor q, k, v, beta, g, initial_state, lengths, out, final_state;
@@ -91,7 +105,9 @@ struct DecodeConfig {
 struct DecodeProblem {
   explicit DecodeProblem(const DecodeConfig& config);
   float scale() const;
-  txops::Status run();  // pool <- pool_before, then txops::recurrent_gated_delta_rule on pool
+  // pool <- pool_before, then txops::recurrent_gated_delta_rule on pool; on success also expects the plan to
+  // have run the active ISA's kernels.
+  txops::Status run();
   void reference(std::vector<double>* out_ref, std::vector<double>* pool_ref) const;
   DecodeConfig config;
   HostTensor q, k, v, beta, g, gk, lengths, indices, accepted, pool_before, pool, out;
@@ -115,69 +131,17 @@ class ErrorTable {
 
 bool all_finite(const HostTensor& t);
 
-// ISAs this CPU can run, scalar first.
-std::vector<txops::Isa> isas_to_test();
-
-class IsaScope {
+// The prefill kernels (TXOPS_GDR_KERNEL = recurrent | chunked, read by the planner at every call), and a scope
+// that forces one; PrefillProblem::run checks the planner took it.
+std::vector<const char*> prefill_kernels();
+class PrefillKernelScope : public ScopedEnv {
  public:
-  explicit IsaScope(txops::Isa isa) : saved_(txops::active_isa()) { txops::set_max_isa(isa); }
-  ~IsaScope() { txops::set_max_isa(saved_); }
-
- private:
-  txops::Isa saved_;
-};
-// Sets an environment variable (value null: unsets it) for its lifetime, then restores it.
-class EnvScope {
- public:
-  EnvScope(const char* name, const char* value);
-  ~EnvScope();
-  EnvScope(const EnvScope&) = delete;
-  EnvScope& operator=(const EnvScope&) = delete;
-
- private:
-  std::string name_, saved_;
-  bool had_ = false;
+  explicit PrefillKernelScope(const char* kernel) : ScopedEnv("TXOPS_GDR_KERNEL", kernel) {}
 };
 
-// A prefill kernel (TXOPS_GDR_KERNEL = recurrent | chunked, read by the planner at every call) and an ISA.
-struct PrefillVariant {
-  const char* kernel;
-  txops::Isa isa;
-  std::string name() const;  // "kernel=chunked isa=avx512"
-};
-std::vector<PrefillVariant> prefill_variants();  // every prefill kernel on every ISA
-
-// Selects a variant for its lifetime; restores TXOPS_GDR_KERNEL and the ISA cap after.
-class PrefillVariantScope {
- public:
-  explicit PrefillVariantScope(const PrefillVariant& variant)
-      : isa_(variant.isa), kernel_("TXOPS_GDR_KERNEL", variant.kernel) {}
-
- private:
-  IsaScope isa_;
-  EnvScope kernel_;
-};
-
-class ThreadsScope {
- public:
-  explicit ThreadsScope(int n) : saved_(txops::num_threads()) { txops::set_num_threads(n); }
-  ~ThreadsScope() { txops::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 // Runs `problem` with 1, 2, 3 and 4 threads (outputs pre-filled with 0xCD each time) and expects out and
-// finalState to be bit-identical to the 1-thread run.
+// finalState to be bit-identical to the 1-thread run, each multi-thread run on a partition of more than one thread.
 void expect_bit_identical_across_threads(PrefillProblem& problem);
-
-class CompatScope {
- public:
-  explicit CompatScope(txops::Compat mode) : saved_(txops::compat_mode()) { txops::set_compat_mode(mode); }
-  ~CompatScope() { txops::set_compat_mode(saved_); }
-
- private:
-  txops::Compat saved_;
-};
 
 }  // namespace gdrtest
 

@@ -42,6 +42,13 @@ std::unique_ptr<GuardedTensor> make_cos_sin(std::mt19937* rng, DType dtype, cons
   return std::make_unique<GuardedTensor>(rng, dtype, full, style, -1.0, 1.0, broadcast);
 }
 
+// The op's kernels were the active ISA's (core/plan_record.h; the per-ISA fixture has checked that the active
+// ISA is the one the test is named for); "" when they were.
+std::string check_plan() {
+  const std::string err = plan_isa_error(active_isa());
+  return err.empty() ? "" : "plan: " + err;
+}
+
 void append_bits(std::vector<uint64_t>* bits, const TensorView& v) {
   if (!bits) return;
   const std::vector<uint64_t> b = element_bits(v);
@@ -137,9 +144,11 @@ std::string run_case(const InterleaveRopeCase& c, std::vector<uint64_t>* bits) {
   reference::interleave_rope(x.view(), cos->view(), sin->view(), &ref);
   const auto x0 = x.snapshot(), cos0 = cos->snapshot(), sin0 = sin->snapshot(), out0 = out.snapshot();
 
+  forget_plan();
   const Status st = interleave_rope(x.view(), cos->view(), sin->view(), out.view());
   if (!st.ok()) return "status " + std::to_string(static_cast<int>(st.code())) + ": " + st.message();
-  std::string err = check_output("out", out.view(), ref, "rope");
+  std::string err = check_plan();
+  if (err.empty()) err = check_output("out", out.view(), ref, "rope");
   if (err.empty()) err = check_bytes("out", out, out0, kEverything);
   if (err.empty() && !c.in_place) err = check_bytes("x", x, x0, kNothing);
   if (err.empty()) err = check_bytes("cos", *cos, cos0, kNothing);
@@ -158,11 +167,15 @@ std::string run_case(const PartialRotaryCase& c, std::vector<uint64_t>* bits) {
   reference::inplace_partial_rotary_mul(x.view(), cos->view(), sin->view(), c.mode, c.start, c.end, c.backward, &ref);
   const auto x0 = x.snapshot(), cos0 = cos->snapshot(), sin0 = sin->snapshot();
 
+  forget_plan();
   const Status st = c.backward ? inplace_partial_rotary_mul_grad(x.view(), cos->view(), sin->view(), c.mode, c.start,
                                                                  c.end)
                                : inplace_partial_rotary_mul(x.view(), cos->view(), sin->view(), c.mode, c.start, c.end);
   if (!st.ok()) return "status " + std::to_string(static_cast<int>(st.code())) + ": " + st.message();
-  std::string err = check_output("x", x.view(), ref, "rope");
+  // An empty slice plans no kernel at all.
+  std::string err = L > 0 ? check_plan()
+                          : (last_plan().plans == 0 ? "" : "plan: an empty slice planned " + describe(last_plan()));
+  if (err.empty()) err = check_output("x", x.view(), ref, "rope");
   const int64_t start = c.start, end = c.end;
   if (err.empty())
     err = check_bytes("x (outside the slice)", x, x0,
@@ -185,9 +198,11 @@ std::string run_case(const ApplyRotaryCase& c, std::vector<uint64_t>* bits) {
     std::vector<double> ref_q, ref_k;
     reference::apply_rotary_pos_emb(q.view(), k.view(), cos.view(), sin.view(), c.layout, c.mode, &ref_q, &ref_k);
     const auto q0 = q.snapshot(), k0 = k.snapshot();
+    forget_plan();
     const Status st = apply_rotary_pos_emb(q.view(), k.view(), cos.view(), sin.view(), c.layout, c.mode);
     if (!st.ok()) return "status " + std::to_string(static_cast<int>(st.code())) + ": " + st.message();
-    std::string err = check_output("query", q.view(), ref_q, "rope");
+    std::string err = check_plan();
+    if (err.empty()) err = check_output("query", q.view(), ref_q, "rope");
     if (err.empty()) err = check_output("key", k.view(), ref_k, "rope");
     // Channels at or beyond cos D stay untouched, bit for bit.
     const int last = q.view().ndim - 1;
@@ -214,12 +229,14 @@ std::string run_case(const ApplyRotaryCase& c, std::vector<uint64_t>* bits) {
                                        &ref_gq, &ref_gk, &ref_gcos, &ref_gsin);
   const auto q0 = q.snapshot(), k0 = k.snapshot(), gqe0 = gq_embed.snapshot(), gke0 = gk_embed.snapshot();
   const auto gq0 = gq.snapshot(), gk0 = gk.snapshot(), gcos0 = gcos.snapshot(), gsin0 = gsin.snapshot();
+  forget_plan();
   const Status st = apply_rotary_pos_emb_grad(
       gq_embed.view(), gk_embed.view(), cos.view(), sin.view(), c.with_qk ? q.ptr() : nullptr,
       c.with_qk ? k.ptr() : nullptr, c.mode, c.layout, gq.view(), gk.view(), c.with_qk ? gcos.ptr() : nullptr,
       c.with_qk ? gsin.ptr() : nullptr);
   if (!st.ok()) return "status " + std::to_string(static_cast<int>(st.code())) + ": " + st.message();
-  std::string err = check_output("gradQuery", gq.view(), ref_gq, "rope");
+  std::string err = check_plan();
+  if (err.empty()) err = check_output("gradQuery", gq.view(), ref_gq, "rope");
   if (err.empty()) err = check_output("gradKey", gk.view(), ref_gk, "rope");
   if (err.empty() && c.with_qk) err = check_output("gradCos", gcos.view(), ref_gcos, "rope_grad_cos_sin");
   if (err.empty() && c.with_qk) err = check_output("gradSin", gsin.view(), ref_gsin, "rope_grad_cos_sin");

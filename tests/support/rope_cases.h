@@ -1,9 +1,10 @@
 // rope_cases.h — one RoPE problem per struct, and a runner that builds its guarded random tensors, computes the
 // fp64 reference, runs the fast op (txops:: C++ API) under the current ISA / thread settings, and checks:
-// the status is ok, every output is within the tolerance table's "rope" / "rope_grad_cos_sin" row, no byte
-// outside the output views (guards, padding, untouched slice channels, inputs) changed. The runners return
-// "" on success or a one-line description of the first failure, and optionally the outputs' bit patterns
-// (for the thread-count bit-identity tests).
+// the status is ok, the kernels the planner chose are the active ISA's (core/plan_record.h), every output is
+// within the tolerance table's "rope" / "rope_grad_cos_sin" row, no byte outside the output views (guards,
+// padding, untouched slice channels, inputs) changed. The runners return "" on success or a one-line description
+// of the first failure, and optionally the outputs' bit patterns (for the thread-count bit-identity tests); the
+// plan record stays readable after a runner returns (support/isa_threads.h: ran_on_threads).
 #ifndef TXOPS_TESTS_SUPPORT_ROPE_CASES_H_
 #define TXOPS_TESTS_SUPPORT_ROPE_CASES_H_
 

@@ -146,14 +146,6 @@ double dot(const TensorView& a, const TensorView& b) {
   return sum;
 }
 
-ScopedIsa::ScopedIsa(Isa isa) : saved_(active_isa()) { set_max_isa(isa); }
-ScopedIsa::~ScopedIsa() { set_max_isa(saved_); }
-ScopedThreads::ScopedThreads(int n) { set_num_threads(n); }
-ScopedThreads::~ScopedThreads() { set_num_threads(0); }
-ScopedCompat::ScopedCompat(Compat mode) : saved_(compat_mode()) { set_compat_mode(mode); }
-ScopedCompat::~ScopedCompat() { set_compat_mode(saved_); }
-
-std::vector<Isa> all_isas() { return {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}; }
 std::vector<DType> activation_dtypes() { return {DType::kF32, DType::kF16, DType::kBF16}; }
 std::vector<RotaryMode> all_rotary_modes() {
   return {RotaryMode::kHalf, RotaryMode::kInterleave, RotaryMode::kQuarter, RotaryMode::kInterleaveHalf};

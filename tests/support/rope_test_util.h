@@ -1,6 +1,6 @@
 // rope_test_util.h — helpers the RoPE tests share: random tensors in guarded storage (offset, padded and
-// strided views, stride-0 broadcast), byte-level "nothing outside the allowed elements changed" checks, and
-// RAII scopes for the global settings (ISA cap, thread count, compat mode) so every test restores them.
+// strided views, stride-0 broadcast) and byte-level "nothing outside the allowed elements changed" checks. The
+// scoped global settings, the per-ISA fixture and the plan checks are support/isa_threads.h (shared with gdr).
 #ifndef TXOPS_TESTS_SUPPORT_ROPE_TEST_UTIL_H_
 #define TXOPS_TESTS_SUPPORT_ROPE_TEST_UTIL_H_
 
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/isa_threads.h"
 #include "txops/txops.h"
 
 namespace txops {
@@ -62,29 +63,7 @@ std::vector<uint64_t> element_bits(const TensorView& v);  // fp32 -> 32-bit patt
 // Sum over logical elements of a*b, in double (a and b have the same logical shape).
 double dot(const TensorView& a, const TensorView& b);
 
-// Scoped global settings.
-class ScopedIsa {
- public:
-  explicit ScopedIsa(Isa isa);
-  ~ScopedIsa();
- private:
-  Isa saved_;
-};
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n);
-  ~ScopedThreads();
-};
-class ScopedCompat {
- public:
-  explicit ScopedCompat(Compat mode);
-  ~ScopedCompat();
- private:
-  Compat saved_;
-};
-
-// The three ISA caps, the fp32/fp16/bf16 dtypes, all four rotary modes.
-std::vector<Isa> all_isas();
+// The fp32/fp16/bf16 dtypes, all four rotary modes.
 std::vector<DType> activation_dtypes();
 std::vector<RotaryMode> all_rotary_modes();
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/parallel.h"
+#include "core/plan_record.h"
 #include "core/status.h"
 #include "core/verbose.h"
 #include "ops/gated_delta_rule/chunked_layout.h"
@@ -43,6 +44,7 @@ const char* kernel_name(const GdrPlan& plan) {
 }
 
 PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) {
+  record_plan(compiled_isa(isa), plan->threads, kernel_name(*plan));
   GdrRunItemsFn* run_items = plan->chunked ? nullptr : select_gdr_run_items(isa);
   GdrChunkedRunFn* run_chunked = plan->chunked ? select_gdr_chunked_run(isa) : nullptr;
   GdrSnapshotFn* snapshot_fn = select_gdr_snapshot(isa);

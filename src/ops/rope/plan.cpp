@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/parallel.h"
+#include "core/plan_record.h"
 #include "core/verbose.h"
 
 namespace txops {
@@ -138,6 +139,7 @@ Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, 
   int64_t rows = 0;
   for (int i = 0; i < job.stream_count; ++i) rows += job.streams[i].rows();
   const int threads = plan_threads(rows * job.config.width, kMinChannelsPerThread);
+  record_plan(isa, threads, job.simd_rows ? "rope_rows_simd" : "rope_rows_strided");
   op->workspace_bytes = 0;
   const LoggedShape shape(shape_of);
   op->run = [job, kernel, isa, threads, rows, op_name, shape](void*) -> Status {
@@ -163,6 +165,7 @@ Status plan_grad_groups(const char* op_name, GradJob& job, uint64_t out_of_place
   int64_t rows = 0;
   for (const GradSide& side : job.sides) rows += side.member_extent[0] * side.member_extent[1] * side.member_extent[2];
   const int threads = plan_threads(groups * (rows + 1) * job.config.width, kMinChannelsPerThread);
+  record_plan(isa, threads, job.simd_rows ? "rope_grad_groups_simd" : "rope_grad_groups_strided");
   op->workspace_bytes = 0;
   const LoggedShape shape(shape_of);
   op->run = [job, kernel, isa, threads, groups, op_name, shape](void*) -> Status {
