@@ -364,3 +364,52 @@ TEST(Hardening, RecurrentGatedDeltaRulePoolRules) {
 }
 
 }  // namespace
+
+namespace {
+
+// Memory freed between the two phases: phase two refuses to run (the kernel would read freed memory).
+TEST(Hardening, BlockFreedBetweenPhasesIsRefused) {
+  void* x = nullptr;
+  ASSERT_EQ(aclrtMalloc(&x, 64 * 64 * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  DeviceBlock cs(64 * 4);
+  aclTensor* xt = contiguous({1, 1, 64, 64}, ACL_FLOAT, x);
+  aclTensor* ct = contiguous({1, 1, 1, 64}, ACL_FLOAT, cs.ptr);
+  uint64_t ws = 0;
+  aclOpExecutor* exec = nullptr;
+  ASSERT_EQ(aclnnInterleaveRopeGetWorkspaceSize(xt, ct, ct, xt, &ws, &exec), ACLNN_SUCCESS) << recent();
+  ASSERT_EQ(aclrtFree(x), ACL_SUCCESS);
+  EXPECT_EQ(aclnnInterleaveRope(nullptr, ws, exec, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("x's memory block (16384 bytes) was freed after phase one"), std::string::npos) << recent();
+  EXPECT_EQ(aclDestroyAclOpExecutor(exec), ACLNN_SUCCESS);  // still live: refused before it ran
+  aclDestroyTensor(xt);
+  aclDestroyTensor(ct);
+}
+
+// A workspace pointer inside an aclrtMalloc block too small for what phase one asked, whatever workspaceSize says.
+TEST(Hardening, WorkspaceSmallerThanItsClaimIsRefused) {
+  Prefill p;
+  auto tensor = [](std::vector<float>& a, std::vector<int64_t> dims) { return contiguous(dims, ACL_FLOAT, a.data()); };
+  aclTensor* q = tensor(p.q, {70, 2, 16});
+  aclTensor* k = tensor(p.k, {70, 2, 16});
+  aclTensor* v = tensor(p.v, {70, 2, 16});
+  aclTensor* b = tensor(p.beta, {70, 2});
+  aclTensor* s0 = tensor(p.s0, {1, 2, 16, 16});
+  aclTensor* s1 = tensor(p.s1, {1, 2, 16, 16});
+  aclTensor* o = tensor(p.out, {70, 2, 16});
+  aclTensor* lens = contiguous({1}, ACL_INT32, p.lens.data());
+  setenv("TXOPS_GDR_KERNEL", "chunked", 1);
+  uint64_t ws = 0;
+  aclOpExecutor* exec = nullptr;
+  ASSERT_EQ(aclnnChunkGatedDeltaRuleGetWorkspaceSize(q, k, v, b, s0, lens, nullptr, 0.25f, o, s1, &ws, &exec),
+            ACLNN_SUCCESS) << recent();
+  unsetenv("TXOPS_GDR_KERNEL");
+  if (ws == 0) GTEST_SKIP() << "the chunked prefill asked for no workspace";
+  DeviceBlock small(64);
+  EXPECT_EQ(aclnnChunkGatedDeltaRule(small.ptr, ws, exec, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("workspace needs"), std::string::npos) << recent();
+  DeviceBlock big(ws);
+  EXPECT_EQ(aclnnChunkGatedDeltaRule(big.ptr, ws, exec, nullptr), ACLNN_SUCCESS) << recent();
+  for (aclTensor* t : {q, k, v, b, s0, s1, o, lens}) aclDestroyTensor(t);
+}
+
+}  // namespace

@@ -25,6 +25,7 @@ std::unordered_set<aclOpExecutor*>& registry() {
 
 aclnnStatus report(const char* api_name, const Status& status) {
   if (status.ok()) return ACLNN_SUCCESS;
+  take_used_blocks();  // a failed phase one leaves nothing behind for the next one
   set_recent_error(std::string(api_name) + ": " + status.message());
   return static_cast<aclnnStatus>(status.code());
 }
@@ -39,6 +40,7 @@ aclnnStatus publish_executor(aclOpExecutor* executor, const char* api_name, uint
                              uint64_t* workspace_size_out, aclOpExecutor** executor_out) {
   executor->api_name = api_name;
   executor->workspace_size = workspace_size;
+  executor->used_blocks = take_used_blocks();
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
     registry().insert(executor);
@@ -74,6 +76,17 @@ aclnnStatus run_executor(const char* api_name, void* workspace, uint64_t workspa
       return report(api_name, fail(StatusCode::kNullptr, "workspace must not be null (workspaceSize %llu)",
                                    static_cast<unsigned long long>(executor->workspace_size)));
     }
+    RuntimeBlock ws_block;
+    if (executor->workspace_size > 0 && find_runtime_block(workspace, &ws_block) &&
+        ws_block.size - (reinterpret_cast<uintptr_t>(workspace) - ws_block.base) < executor->workspace_size) {
+      return report(api_name, fail(StatusCode::kParamInvalid,
+                                   "workspace needs %llu bytes but its aclrtMalloc block has %llu bytes from it on",
+                                   static_cast<unsigned long long>(executor->workspace_size),
+                                   static_cast<unsigned long long>(
+                                       ws_block.size - (reinterpret_cast<uintptr_t>(workspace) - ws_block.base))));
+    }
+    const std::string freed = check_used_blocks(executor->used_blocks);
+    if (!freed.empty()) return report(api_name, fail(StatusCode::kParamInvalid, "%s", freed.c_str()));
     keep = executor->repeatable;
     if (keep) {
       if (executor->running) {

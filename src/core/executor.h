@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "aclnn/acl_meta.h"
+#include "runtime/acl_memory.h"
 #include "txops/txops.h"
 
 struct aclOpExecutor {
@@ -23,6 +25,8 @@ struct aclOpExecutor {
   bool repeatable = false;  // aclSetAclOpExecutorRepeatable: phase two does not consume it
   bool running = false;     // a repeatable executor's run is under way
   uint64_t runs = 0;        // runs started
+  // The aclrtMalloc'd blocks its tensors point into (phase one), checked to be still live before each run.
+  std::vector<txops::UsedBlock> used_blocks;
 };
 
 namespace txops {

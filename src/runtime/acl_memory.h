@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace txops {
 
@@ -17,6 +19,20 @@ struct RuntimeBlock {
 
 // True (and *block filled) when p lies inside a live block the runtime allocated.
 bool find_runtime_block(const void* p, RuntimeBlock* block);
+
+// The runtime blocks an executor's tensors point into, recorded by phase one (tensor_to_view) so that phase two
+// can refuse to run when one of them was freed (or replaced by a smaller block) in between.
+struct UsedBlock {
+  const char* param = "";  // the tensor's parameter name (a string literal)
+  uintptr_t base = 0;
+  size_t size = 0;
+};
+// Phase one of the calling thread: tensor_to_view appends; publishing the executor takes the list, and a failed
+// phase one drops it.
+void note_used_block(const char* param, const RuntimeBlock& block);
+std::vector<UsedBlock> take_used_blocks();
+// Empty when every block is still live with the recorded base and size; else the message naming the tensor.
+std::string check_used_blocks(const std::vector<UsedBlock>& blocks);
 
 }  // namespace txops
 

@@ -104,6 +104,32 @@ bool stream_is_live_or_default(const void* stream) {
   return rt.streams.count(const_cast<void*>(stream)) != 0;
 }
 
+namespace {
+thread_local std::vector<UsedBlock> used_blocks;  // this thread's phase one so far
+}  // namespace
+
+void note_used_block(const char* param, const RuntimeBlock& block) {
+  used_blocks.push_back(UsedBlock{param, block.base, block.size});
+}
+
+std::vector<UsedBlock> take_used_blocks() {
+  std::vector<UsedBlock> taken;
+  taken.swap(used_blocks);
+  return taken;
+}
+
+std::string check_used_blocks(const std::vector<UsedBlock>& blocks) {
+  for (const UsedBlock& used : blocks) {
+    RuntimeBlock now;
+    if (!find_runtime_block(reinterpret_cast<const void*>(used.base), &now) || now.base != used.base ||
+        now.size < used.size) {
+      return std::string(used.param) + "'s memory block (" + std::to_string(used.size) +
+             " bytes) was freed after phase one; a tensor's memory must stay allocated until its operator has run";
+    }
+  }
+  return std::string();
+}
+
 }  // namespace txops
 
 namespace {

@@ -242,6 +242,7 @@ Status tensor_to_view(const aclTensor* tensor, const char* param, TensorView* vi
     // the block from the data pointer on. (Pointers the runtime never allocated are the caller's word.)
     RuntimeBlock block;
     if (find_runtime_block(tensor->storage, &block)) {
+      note_used_block(param, block);  // phase two checks the block is still there
       const uint64_t needed = static_cast<uint64_t>(storage_numel) * elem;
       const uint64_t from = reinterpret_cast<uintptr_t>(tensor->storage) - block.base;
       const uint64_t available = block.size - from;
