@@ -413,3 +413,21 @@ TEST(Hardening, WorkspaceSmallerThanItsClaimIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// A corrupted array size (e.g. -1 cast to uint64_t) is refused before anything is read or allocated.
+TEST(Hardening, AbsurdArraySizesAreRefused) {
+  const int64_t iv[2] = {0, 1};
+  const float fv[2] = {0, 1};
+  const bool bv[2] = {true, false};
+  EXPECT_EQ(aclCreateIntArray(iv, UINT64_MAX), nullptr);
+  EXPECT_NE(recent().find("aclCreateIntArray: size must be <= 16777216"), std::string::npos) << recent();
+  EXPECT_EQ(aclCreateFloatArray(fv, UINT64_MAX), nullptr);
+  EXPECT_EQ(aclCreateBoolArray(bv, uint64_t{1} << 40), nullptr);
+  const aclTensor* none[1] = {nullptr};
+  EXPECT_EQ(aclCreateTensorList(none, UINT64_MAX), nullptr);
+  EXPECT_NE(recent().find("aclCreateTensorList: size must be"), std::string::npos) << recent();
+}
+
+}  // namespace

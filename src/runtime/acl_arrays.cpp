@@ -68,6 +68,7 @@ aclnnStatus aclDestroyScalar(const aclScalar* scalar) {
 }
 
 aclFloatArray* aclCreateFloatArray(const float* value, uint64_t size) {
+  if (!txops::array_size_ok("aclCreateFloatArray", size)) return nullptr;
   if (size > 0 && value == nullptr) {
     txops::set_recent_error("aclCreateFloatArray: value must not be null when size > 0");
     return nullptr;
@@ -84,6 +85,7 @@ aclnnStatus aclDestroyFloatArray(const aclFloatArray* array) {
 }
 
 aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
+  if (!txops::array_size_ok("aclCreateBoolArray", size)) return nullptr;
   if (size > 0 && value == nullptr) {
     txops::set_recent_error("aclCreateBoolArray: value must not be null when size > 0");
     return nullptr;

@@ -16,6 +16,7 @@ constexpr uint64_t kScalarListMagic = 0x7478534c6973744dull;
 template <class List, class Element>
 List* create_list(const char* api, const Element* const* value, uint64_t size, txops::ObjectKind list_kind,
                   txops::ObjectKind element_kind, std::vector<Element*> List::*elements, uint64_t magic) {
+  if (!txops::array_size_ok(api, size)) return nullptr;
   if (size > 0 && value == nullptr) {
     txops::set_recent_error(std::string(api) + ": value must not be null when size > 0");
     return nullptr;

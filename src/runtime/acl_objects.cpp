@@ -41,6 +41,13 @@ const char* creator_name(ObjectKind kind) {
 
 }  // namespace
 
+bool array_size_ok(const char* api, uint64_t size) {
+  if (size <= kMaxArrayElements) return true;
+  set_recent_error(std::string(api) + ": size must be <= " + std::to_string(kMaxArrayElements) + ", got " +
+                   std::to_string(size));
+  return false;
+}
+
 const char* object_kind_name(ObjectKind kind) {
   switch (kind) {
     case ObjectKind::kTensor: return "aclTensor";

@@ -47,6 +47,12 @@ enum class ObjectKind : uint8_t { kTensor, kScalar, kIntArray, kFloatArray, kBoo
 
 const char* object_kind_name(ObjectKind kind);  // "aclTensor", ...
 
+// The most elements an array or list may have (2^24: far beyond any operator attribute). A larger count is a
+// corrupted size, refused before anything is read or allocated for it.
+constexpr uint64_t kMaxArrayElements = uint64_t{1} << 24;
+// False (and the recent error "<api>: size must be <= 16777216, got N") when `size` exceeds kMaxArrayElements.
+bool array_size_ok(const char* api, uint64_t size);
+
 // Records a newly made object as live.
 void register_object(const void* object, ObjectKind kind);
 

@@ -115,6 +115,7 @@ aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
 }
 
 aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
+  if (!txops::array_size_ok("aclCreateIntArray", size)) return nullptr;
   if (size > 0 && value == nullptr) {
     txops::set_recent_error("aclCreateIntArray: value must not be null when size > 0");
     return nullptr;
