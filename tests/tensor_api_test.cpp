@@ -33,7 +33,7 @@ TEST(TensorApi, ContiguousDefaultStridesAndOffset) {
   ASSERT_EQ(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
   EXPECT_EQ(n, 3u);
   EXPECT_EQ(got[0], 12);
-  free(got);
+  delete[] got;  // CANN: the getter's array is released with delete[]
   EXPECT_EQ(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "core/status.h"
 #include "core/view_extent.h"
@@ -142,8 +143,9 @@ static aclnnStatus check_get(const void* object, const void* out1, const void* o
   return ACLNN_SUCCESS;
 }
 
+// The getters' arrays: CANN documents that the caller releases them with delete[], so they come from new[].
 static int64_t* copy_dims(const std::vector<int64_t>& v) {
-  auto* out = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (v.empty() ? 1 : v.size())));
+  auto* out = new (std::nothrow) int64_t[v.empty() ? 1 : v.size()];
   if (out && !v.empty()) std::memcpy(out, v.data(), sizeof(int64_t) * v.size());
   return out;
 }
@@ -151,7 +153,7 @@ static int64_t* copy_dims(const std::vector<int64_t>& v) {
 aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum) {
   const aclnnStatus st = check_get(tensor, viewDims, viewDimsNum, kTensorKind, "aclGetViewShape");
   if (st != ACLNN_SUCCESS) return st;
-  *viewDims = copy_dims(tensor->view_dims);  // caller frees with delete[] in CANN; we use malloc-compatible
+  *viewDims = copy_dims(tensor->view_dims);  // the caller releases it with delete[], as in CANN
   *viewDimsNum = tensor->view_dims.size();
   return ACLNN_SUCCESS;
 }
