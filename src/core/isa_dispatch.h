@@ -11,15 +11,17 @@
 
 #include "txops/txops.h"
 
+// A target not compiled (HWY_DISABLED_TARGETS) gives a null pointer of the kernel's type (plain nullptr would not
+// deduce the templates below).
 #if HWY_TARGETS & HWY_AVX3
 #define TXOPS_AVX3_FN(FN) &N_AVX3::FN
 #else
-#define TXOPS_AVX3_FN(FN) nullptr
+#define TXOPS_AVX3_FN(FN) static_cast<decltype(TXOPS_SCALAR_FN(FN))>(nullptr)
 #endif
 #if HWY_TARGETS & HWY_AVX2
 #define TXOPS_AVX2_FN(FN) &N_AVX2::FN
 #else
-#define TXOPS_AVX2_FN(FN) nullptr
+#define TXOPS_AVX2_FN(FN) static_cast<decltype(TXOPS_SCALAR_FN(FN))>(nullptr)
 #endif
 #define TXOPS_SCALAR_FN(FN) &N_SCALAR::FN
 
