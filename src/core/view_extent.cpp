@@ -69,8 +69,14 @@ Status check_view_extent(const TensorView& v, const char* name) {
   }
   ViewExtent extent;
   int bad_dim = -1;
-  switch (compute_extent(v.ndim, v.shape, v.strides, dtype_size(v.dtype), &extent, &bad_dim)) {
+  const size_t elem = dtype_size(v.dtype);
+  switch (compute_extent(v.ndim, v.shape, v.strides, elem, &extent, &bad_dim)) {
     case ExtentError::kNone:
+      // The kernels load elements through typed pointers: a misaligned one is undefined behaviour.
+      if (extent.numel > 0 && elem > 1 && reinterpret_cast<uintptr_t>(v.data) % elem != 0) {
+        return fail(StatusCode::kParamInvalid, "%s data must be aligned to its element size (%zu bytes, %s), got %p",
+                    name, elem, dtype_name(v.dtype), v.data);
+      }
       return Status();
     case ExtentError::kNegativeDim:
       return fail(StatusCode::kParamInvalid, "%s dim %d must be >= 0, got %lld", name, bad_dim,

@@ -34,7 +34,8 @@ ExtentError compute_extent(int ndim, const int64_t* shape, const int64_t* stride
 bool checked_numel(int ndim, const int64_t* dims, size_t elem_size, int64_t* numel);
 
 // The phase-one check every operator makes on every view it is given, before any other rule: ndim in
-// [0, kMaxDims], no negative dim, no overflow (161002 with a message naming `name`).
+// [0, kMaxDims], no negative dim, no overflow, data aligned to the element size when the view has elements
+// (161002 with a message naming `name`).
 Status check_view_extent(const TensorView& v, const char* name);
 
 }  // namespace txops

@@ -21,6 +21,10 @@ static const char* byte_ptr(const void* p, int64_t elements, DType dtype) {
   return static_cast<const char*>(p) + elements * static_cast<int64_t>(dtype_size(dtype));
 }
 
+// The stride the kernels step by along an outer dim: 0 for a dim of size 1, whose stride addresses nothing (any
+// value is a valid view, e.g. 2^62: the row loops step past the last row and prefetch kPrefetchRows strides ahead).
+static int64_t outer_stride(const TensorView& v, int d) { return v.shape[d] == 1 ? 0 : v.strides[d]; }
+
 void fill_row_stream(const TensorView& in, const TensorView& out, const TensorView& cos, const TensorView& sin,
                      int64_t first, RowStream* st) {
   const int last = in.ndim - 1;
@@ -28,10 +32,10 @@ void fill_row_stream(const TensorView& in, const TensorView& out, const TensorVi
   for (int d = 0; d < last; ++d) {
     const int slot = slot0 + d;
     st->extent[slot] = in.shape[d];
-    st->stride[slot][kIn] = in.strides[d];
-    st->stride[slot][kOut] = out.strides[d];
-    st->stride[slot][kCos] = cos.shape[d] == 1 ? 0 : cos.strides[d];
-    st->stride[slot][kSin] = sin.shape[d] == 1 ? 0 : sin.strides[d];
+    st->stride[slot][kIn] = outer_stride(in, d);
+    st->stride[slot][kOut] = outer_stride(out, d);
+    st->stride[slot][kCos] = outer_stride(cos, d);
+    st->stride[slot][kSin] = outer_stride(sin, d);
   }
   st->step[kIn] = in.strides[last];
   st->step[kOut] = out.strides[last];
@@ -66,9 +70,9 @@ void fill_grad_side(const TensorView& in, const TensorView& out, const TensorVie
       ++group_slot;
     } else {
       side.member_extent[member_slot] = in.shape[d];
-      side.member_stride[member_slot][0] = in.strides[d];
-      side.member_stride[member_slot][1] = out.strides[d];
-      side.member_stride[member_slot][2] = x.strides[d];
+      side.member_stride[member_slot][0] = outer_stride(in, d);
+      side.member_stride[member_slot][1] = outer_stride(out, d);
+      side.member_stride[member_slot][2] = outer_stride(x, d);
       ++member_slot;
     }
   }

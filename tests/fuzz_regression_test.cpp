@@ -1,0 +1,126 @@
+// fuzz_regression_test.cpp — one regression test per defect the libFuzzer targets (fuzz/) found in src/. Each
+// names the target and what it found; each failed before its fix (the undefined-behaviour ones under the
+// sanitizer build, make test-san, which is where the fuzzers saw them), except where a test says it guards.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_interleave_rope.h"
+#include "txops/txops.h"
+
+namespace {
+
+using txops::DType;
+using txops::Status;
+using txops::StatusCode;
+using txops::TensorView;
+
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f * scale;
+  return v;
+}
+
+// --- fuzz_interleave_rope: a dim of size 1 with a huge stride --------------------------------------------------
+// The stride of a size-1 dim addresses nothing, so any value is a valid view; the RoPE row loops stepped by it
+// past the last row and prefetched 8 strides ahead: 8 * (2^62 - 1) overflowed int64 (UBSan, kernels_rows-inl.h).
+// The plan now steps 0 along size-1 dims.
+constexpr int64_t kHugeStride = (int64_t{1} << 62) - 1;
+
+TEST(FuzzRegression, InterleaveRopeSizeOneDimWithHugeStride) {
+  const int64_t B = 2, N = 3, S = 1, D = 64;
+  std::vector<float> x = ramp(B * N * S * D, 2.0f), cos = ramp(S * D, 1.0f), sin = ramp(S * D, 1.5f);
+  std::vector<float> out(x.size()), want(x.size());
+  const TensorView cs(cos.data(), DType::kF32, {1, 1, S, D}), sn(sin.data(), DType::kF32, {1, 1, S, D});
+  ASSERT_TRUE(txops::interleave_rope(TensorView(x.data(), DType::kF32, {B, N, S, D}), cs, sn,
+                                     TensorView(want.data(), DType::kF32, {B, N, S, D}))
+                  .ok());
+  for (int isa = 0; isa <= 2; ++isa) {
+    txops::set_max_isa(static_cast<txops::Isa>(isa));
+    std::fill(out.begin(), out.end(), 0.0f);
+    const TensorView xv(x.data(), DType::kF32, {B, N, S, D}, {N * D, D, kHugeStride, 1});
+    const TensorView ov(out.data(), DType::kF32, {B, N, S, D}, {N * D, D, kHugeStride, 1});
+    const Status st = txops::interleave_rope(xv, cs, sn, ov);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(std::memcmp(out.data(), want.data(), out.size() * sizeof(float)), 0) << "isa " << isa;
+  }
+  txops::set_max_isa(txops::Isa::kAvx512);
+}
+
+// The same plan rule for the fused grad's member dims (no defect seen there: this guards the plan change).
+TEST(FuzzRegression, ApplyRotaryPosEmbGradSizeOneMemberDimWithHugeStride) {
+  // BSND with cos B = 1: B is a member dim of the fused grad's groups; here B = 1 with a huge stride.
+  const int64_t B = 1, S = 3, N = 2, D = 8;
+  const size_t n = B * S * N * D, nc = S * D;
+  std::vector<float> q = ramp(n, 1.0f), k = ramp(n, 0.5f), gq = ramp(n, 1.5f), gk = ramp(n, 2.0f);
+  std::vector<float> cos = ramp(nc, 1.0f), sin = ramp(nc, 0.7f);
+  std::vector<float> dq(n), dk(n), dc(nc), ds(nc), dq0(n), dk0(n), dc0(nc), ds0(nc);
+  auto act = [&](std::vector<float>& v, bool huge) {
+    return huge ? TensorView(v.data(), DType::kF32, {B, S, N, D}, {kHugeStride, N * D, D, 1})
+                : TensorView(v.data(), DType::kF32, {B, S, N, D});
+  };
+  auto cs = [&](std::vector<float>& v) { return TensorView(v.data(), DType::kF32, {1, S, 1, D}); };
+  for (bool huge : {false, true}) {
+    const TensorView qv = act(q, huge), kv = act(k, huge), dcv = cs(huge ? dc : dc0), dsv = cs(huge ? ds : ds0);
+    const Status st = txops::apply_rotary_pos_emb_grad(act(gq, huge), act(gk, huge), cs(cos), cs(sin), &qv, &kv,
+                                                       txops::RotaryMode::kHalf, txops::Layout::kBSND,
+                                                       act(huge ? dq : dq0, huge), act(huge ? dk : dk0, huge), &dcv,
+                                                       &dsv);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  EXPECT_EQ(dq, dq0);
+  EXPECT_EQ(dk, dk0);
+  EXPECT_EQ(dc, dc0);
+  EXPECT_EQ(ds, ds0);
+}
+
+// --- fuzz_runtime, fuzz_apply_rotary_pos_emb_grad: data not aligned to its element size -------------------------
+// An fp32 tensor 1 byte into its aclrtMalloc block was accepted and the kernels loaded floats through a
+// misaligned pointer (UBSan, simd_convert-inl.h). Phase one now refuses it (161002), for every op (the shared
+// check_view_extent), for aclnn tensors and C++ views alike.
+TEST(FuzzRegression, MisalignedDataIsRefusedInPhaseOne) {
+  const int64_t dims[4] = {1, 1, 2, 64}, cdims[4] = {1, 1, 1, 64};
+  void* block = nullptr;
+  void* cs = nullptr;
+  ASSERT_EQ(aclrtMalloc(&block, 2 * 64 * 4 + 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&cs, 64 * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  std::memset(block, 0, 2 * 64 * 4 + 64);
+  std::memset(cs, 0, 64 * 4);
+  aclTensor* x = aclCreateTensor(dims, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dims, 4, static_cast<char*>(block) + 1);
+  aclTensor* c = aclCreateTensor(cdims, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, cdims, 4, cs);
+  ASSERT_NE(x, nullptr) << aclGetRecentErrMsg();
+  ASSERT_NE(c, nullptr) << aclGetRecentErrMsg();
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  EXPECT_EQ(aclnnInterleaveRopeGetWorkspaceSize(x, c, c, x, &ws, &ex), ACLNN_ERR_PARAM_INVALID);
+  const std::string msg = aclGetRecentErrMsg();
+  EXPECT_NE(msg.find("aclnnInterleaveRope: x data must be aligned to its element size (4 bytes, fp32)"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(ex, nullptr);
+  aclDestroyTensor(x);
+  aclDestroyTensor(c);
+
+  // The C++ API, the gated delta rule: query (T, Nk, Dk) bf16 one byte off.
+  std::vector<uint16_t> act(64 + 1), state(16 * 16);
+  std::vector<int32_t> lens = {1};
+  auto* odd = reinterpret_cast<uint16_t*>(reinterpret_cast<char*>(act.data()) + 1);
+  const TensorView q(odd, DType::kBF16, {1, 1, 16}), v(act.data(), DType::kBF16, {1, 1, 16});
+  const TensorView beta(act.data(), DType::kBF16, {1, 1}), s(state.data(), DType::kBF16, {1, 1, 16, 16});
+  const TensorView l(lens.data(), DType::kI32, {1});
+  std::vector<uint16_t> o(16), s1(16 * 16);
+  const Status st = txops::chunk_gated_delta_rule(q, v, v, beta, s, l, nullptr, 1.0f,
+                                                  TensorView(o.data(), DType::kBF16, {1, 1, 16}),
+                                                  TensorView(s1.data(), DType::kBF16, {1, 1, 16, 16}));
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("query data must be aligned to its element size (2 bytes, bf16)"), std::string::npos)
+      << st.message();
+  aclrtFree(block);
+  aclrtFree(cs);
+}
+
+}  // namespace
