@@ -12,9 +12,19 @@ JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 APT_PACKAGES := cmake g++ make pkg-config libhwy-dev libgtest-dev libbenchmark-dev libomp-dev \
                 python3-dev python3-numpy python3-pytest python3-torch pybind11-dev \
-                python3-setuptools python3-wheel python3-pip
+                python3-setuptools python3-wheel python3-pip python3-venv
+# The Python package's test environments (python/README.md): .venv/ with the pinned torch 2.13 (CPU) / NumPy 2
+# stack of python/requirements-test.txt, build requirements included (the package installs without build
+# isolation), and .venv-numpy1/ with NumPy 1.x and no torch. Made once from VENV_BASE (Python 3.11: the pinned
+# torch wheel's), remade when their requirements file changes. build-py/ is the package's persistent CMake build
+# dir (incremental rebuilds); the wheel built there is installed into both. pip -qq: errors only (the machine's
+# pip config warns about every missing find-links folder).
+VENV_BASE ?= python3
+VENV := .venv
+VENV_NP1 := .venv-numpy1
+PY_BUILD := build-py
 
-.PHONY: all deps build build-san build-tsan test test-cpp test-san test-tsan test-python bench python install clean
+.PHONY: all deps build build-san build-tsan test test-cpp test-san test-tsan test-python venv bench python install clean
 
 all: build
 
@@ -68,8 +78,23 @@ test-tsan: build-tsan
 	  TSAN_OPTIONS="ignore_noninstrumented_modules=1 second_deadlock_stack=1" \
 	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS) -R '^($(subst $(space),|,$(strip $(TSAN_TESTS))))$$'
 
-test-python: build
-	@if [ -d python/tests ]; then PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests; fi
+$(VENV)/requirements.txt: python/requirements-test.txt | deps
+	test -x $(VENV)/bin/python || $(VENV_BASE) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -qq -r $<
+	cp $< $@
+
+$(VENV_NP1)/requirements.txt: python/requirements-numpy1.txt | deps
+	test -x $(VENV_NP1)/bin/python || $(VENV_BASE) -m venv $(VENV_NP1)
+	$(VENV_NP1)/bin/python -m pip install -qq -r $<
+	cp $< $@
+
+venv: $(VENV)/requirements.txt $(VENV_NP1)/requirements.txt
+
+# The installed package is what is tested (TXOPS_TEST_INSTALLED: not the source tree's python/txops).
+test-python: python $(VENV_NP1)/requirements.txt
+	TXOPS_TEST_INSTALLED=1 $(VENV)/bin/python -m pytest -q python/tests
+	$(VENV_NP1)/bin/python -m pip install -qq --no-deps --force-reinstall $(PY_BUILD)/dist/txops-*.whl
+	TXOPS_TEST_INSTALLED=1 $(VENV_NP1)/bin/python -m pytest -q python/tests/test_numpy.py python/tests/test_docs.py
 
 test: test-san test-python test-cpp test-tsan
 
@@ -81,11 +106,15 @@ bench: build
 	if [ -f bench/py_bench.py ]; then PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/py_bench.py || status=1; fi; \
 	exit $$status
 
-python: build
-	TXOPS_CMAKE_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pip install --no-build-isolation --no-deps --break-system-packages .
+# The wheel (scikit-build-core, build dir build-py/, no build isolation: the build requirements are in .venv/),
+# installed into .venv/. Elsewhere: pip install . (python/README.md).
+python: deps $(VENV)/requirements.txt
+	rm -f $(PY_BUILD)/dist/txops-*.whl
+	$(VENV)/bin/python -m pip wheel -qq --no-build-isolation --no-deps -C build-dir=$(PY_BUILD) -w $(PY_BUILD)/dist .
+	$(VENV)/bin/python -m pip install -qq --no-deps --force-reinstall $(PY_BUILD)/dist/txops-*.whl
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD) $(PY_BUILD)

@@ -22,8 +22,11 @@ import sys
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-import txops  # noqa: E402
+try:
+    import txops  # installed (pip install .)
+except ImportError:  # else the source tree's package (module built in place by `make build`)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+    import txops  # noqa: E402
 
 
 # ---- the gated delta rule: txops and a pure-PyTorch token loop (fp32) -------------------------------------------

@@ -10,6 +10,7 @@
 
 #include "tensor_import.h"
 #include "txops/txops.h"
+#include "txops/version.h"
 
 namespace py = pybind11;
 using txops_python::ImportedTensors;
@@ -142,6 +143,7 @@ txops::Compat compat_from_name(const std::string& name) {
 
 PYBIND11_MODULE(_txops, m) {
   m.doc() = "txops operators over DLPack tensors (use the txops package, not this module, directly)";
+  m.attr("__version__") = txops::version();  // the library's, so txops.__version__ is the C++ one
   using py::arg;
   m.def("interleave_rope", &interleave_rope, arg("x"), arg("cos"), arg("sin"), arg("out"));
   m.def("inplace_partial_rotary_mul", &inplace_partial_rotary_mul, arg("x"), arg("cos"), arg("sin"), arg("mode"),

@@ -1,12 +1,20 @@
 """Framework plumbing shared by the txops wrappers: recognising torch tensors and numpy arrays, exporting them
-to the extension module without a copy, and allocating outputs in the caller's framework.
+to the extension module without a copy, allocating outputs in the caller's framework, and choosing, per call,
+between the extension directly and the registered torch operators (``torch.ops.txops``).
 
 Tensors go to the C++ module as DLPack capsules (torch: ``torch.utils.dlpack.to_dlpack``, which unlike
 ``Tensor.__dlpack__`` also accepts tensors that require grad; numpy: ``ndarray.__dlpack__``); any other object
 goes as it is and the module calls its ``__dlpack__``. numpy refuses to export read-only arrays (``np.broadcast_to`` views, for instance), so those go
 as a raw ``(address, dtype code, shape, strides)`` tuple; the array stays alive for the duration of the call.
+
+txops never imports torch itself. When torch is (or later gets) imported, :func:`attach_torch` binds the torch
+helpers below and registers the operators (txops._torch_ops); :func:`watch_torch` arranges for that to happen
+right after ``import torch`` finishes when txops was imported first, so the operators exist before any
+``torch.compile`` traces a call.
 """
+import importlib.util
 import sys
+import warnings
 
 import numpy as np
 
@@ -20,15 +28,134 @@ _NUMPY_DTYPE_CODES = {
 _torch = None          # the torch module once it has been imported by anyone (txops never imports it eagerly)
 _torch_tensor = ()     # torch.Tensor, or () so that isinstance(x, ()) is always False
 _to_dlpack = None
+ops = None             # txops._torch_ops.Ops: the registered operators' handles (None before torch, or torch < 2.4)
+_ops_missing = ""      # why `ops` is None although torch is there
+_is_compiling = _dispatch_depth = _grad_enabled = _increment_version = None
 
 
 def _find_torch():
-    global _torch, _torch_tensor, _to_dlpack
     torch = sys.modules.get("torch")
     if torch is not None and _torch is None and hasattr(torch, "Tensor"):
-        from torch.utils import dlpack as torch_dlpack
-        _torch, _torch_tensor, _to_dlpack = torch, torch.Tensor, torch_dlpack.to_dlpack
+        attach_torch(torch)
     return _torch
+
+
+def attach_torch(torch):
+    """Binds the torch helpers and registers the txops operators; called once, when torch is first seen."""
+    global _torch, _torch_tensor, _to_dlpack, ops, _ops_missing
+    global _is_compiling, _dispatch_depth, _grad_enabled, _increment_version
+    if _torch is not None:
+        return
+    from torch.utils import dlpack as torch_dlpack
+    from . import _torch_ops
+    try:
+        ops = _torch_ops.register()
+    except _torch_ops.Unsupported as why:
+        ops, _ops_missing = None, str(why)
+    compiler = getattr(torch, "compiler", None)
+    _is_compiling = getattr(compiler, "is_dynamo_compiling", None) or getattr(compiler, "is_compiling", None) \
+        or (lambda: False)
+    _dispatch_depth = getattr(torch._C, "_len_torch_dispatch_stack", None) or (lambda: 0)
+    _grad_enabled = torch.is_grad_enabled
+    _increment_version = getattr(torch._C, "_increment_version", None) or (lambda tensors: None)
+    _to_dlpack, _torch_tensor, _torch = torch_dlpack.to_dlpack, torch.Tensor, torch
+
+
+class _AfterTorchImport:
+    """A one-shot ``sys.meta_path`` finder: when ``torch`` is imported after txops, it lets the import run
+    unchanged and calls :func:`attach_torch` right after torch's own module code has finished."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        _unwatch()
+        spec = importlib.util.find_spec(name)  # the other finders, as without this one
+        loader = getattr(spec, "loader", None)
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec  # nothing to wrap: the first txops call with a torch tensor attaches instead
+
+        def exec_then_attach(module):
+            exec_module(module)
+            try:
+                attach_torch(module)
+            except Exception as error:  # never break `import torch`: the first txops call retries
+                warnings.warn(f"txops: registering the torch operators failed: {error!r}", RuntimeWarning)
+        loader.exec_module = exec_then_attach
+        return spec
+
+
+_watcher = None
+
+
+def watch_torch():
+    """Attach now if torch is imported, else as soon as it is (see _AfterTorchImport)."""
+    global _watcher
+    if _find_torch() is None and "torch" not in sys.modules and _watcher is None:
+        _watcher = _AfterTorchImport()
+        sys.meta_path.insert(0, _watcher)
+
+
+def _unwatch():
+    global _watcher
+    if _watcher is not None:
+        try:
+            sys.meta_path.remove(_watcher)
+        except ValueError:
+            pass
+        _watcher = None
+
+
+def torch_ops(x, *others):
+    """The registered operators when a call with these arguments must go through them, None when the
+    extension is called directly. Through them: torch.compile / export tracing, a torch dispatch mode
+    (FakeTensor, make_fx, ...), a tensor subclass (x), or autograd recording the call (grad mode on and a
+    tensor that requires grad). Directly: numpy, and plain eager torch tensors with nothing to record — no
+    dispatcher round trip on the hot path."""
+    if _torch is None and _find_torch() is None:
+        return None
+    if not isinstance(x, _torch_tensor):
+        return None
+    if not (_is_compiling() or _dispatch_depth() or type(x) is not _torch_tensor):
+        if not _grad_enabled():
+            return None
+        if not x.requires_grad:
+            for t in others:
+                if isinstance(t, _torch_tensor) and t.requires_grad:
+                    break
+            else:
+                return None
+    if ops is None:
+        raise RuntimeError(f"txops: autograd, torch.compile and tracing need the txops torch operators: "
+                           f"{_ops_missing}")
+    return ops
+
+
+def traced_torch_ops(x):
+    """torch_ops() for the operators that autograd does not record (no backward): the registered operators
+    only under tracing, a dispatch mode or a tensor subclass."""
+    if _torch is None and _find_torch() is None:
+        return None
+    if not isinstance(x, _torch_tensor):
+        return None
+    if not (_is_compiling() or _dispatch_depth() or type(x) is not _torch_tensor):
+        return None
+    if ops is None:
+        raise RuntimeError(f"txops: torch.compile and tracing need the txops torch operators: {_ops_missing}")
+    return ops
+
+
+def written(*tensors):
+    """Bumps the autograd version counter of torch tensors the extension wrote in place (torch cannot see
+    writes through DLPack), so that autograd refuses a backward that would read overwritten saved values."""
+    if _torch is None:
+        return
+    for t in tensors:
+        if not isinstance(t, _torch_tensor):
+            tensors = tuple(t for t in tensors if isinstance(t, _torch_tensor))
+            break
+    if tensors:
+        _increment_version(tensors)
 
 
 def is_torch(x):

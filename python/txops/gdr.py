@@ -4,9 +4,25 @@ and numpy arrays: chunk_gated_delta_rule for prefill, recurrent_gated_delta_rule
 Shapes (docs/gated_delta_rule.md): query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), g (T, Nv) fp32,
 states (B | BlockNum, Nv, Dv, Dk); T concatenates the sequences, whose lengths are actual_seq_lengths (int32).
 These operators have no backward in txops: with torch, call them under torch.no_grad() / inference_mode().
+Under torch.compile or a tracing mode they go through torch.ops.txops.* (txops._torch_ops).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple, TypeVar, Union
+
+import numpy as np
+
+from . import _arrays
 from . import _txops as _C
-from ._arrays import empty, export, export_output, grad_needed, int32_array, zeros
+from ._arrays import empty, export, export_output, grad_needed, int32_array, traced_torch_ops, written, zeros
+
+if TYPE_CHECKING:
+    import torch
+
+#: A torch.Tensor or a numpy.ndarray; results come back as the same type.
+Array = TypeVar("Array", "torch.Tensor", "np.ndarray")
+#: Integers: a list / tuple of ints, or an integer torch tensor / numpy array.
+Ints = Union[Sequence[int], "torch.Tensor", "np.ndarray"]
 
 
 def _refuse_autograd(name, **tensors):
@@ -20,12 +36,53 @@ def _default_scale(scale, key):
     return key.shape[-1] ** -0.5 if scale is None else float(scale)
 
 
-def chunk_gated_delta_rule(query, key, value, beta, initial_state=None, actual_seq_lengths=None, *, g=None,
-                           scale=None, out=None, final_state=None):
-    """Prefill -> (out (T, Nv, Dv) in query's dtype, final_state (B, Nv, Dv, Dk)).
+def _float32_of(like):
+    return _arrays._torch.float32 if _arrays.is_torch(like) else np.float32
 
-    initial_state None means zeros (fp32, one sequence unless actual_seq_lengths says otherwise);
-    actual_seq_lengths None means one sequence of all T tokens; scale None means Dk ** -0.5.
+
+def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
+                           initial_state: Optional[Array] = None, actual_seq_lengths: Optional[Ints] = None, *,
+                           g: Optional[Array] = None, scale: Optional[float] = None, out: Optional[Array] = None,
+                           final_state: Optional[Array] = None) -> Tuple[Array, Array]:
+    """Gated DeltaNet prefill over variable-length sequences (``aclnnChunkGatedDeltaRule``).
+
+    Per value head and token t of a sequence: ``S = exp(g_t) S``, ``S += beta_t (v_t - S k_t) k_t^T``,
+    ``o_t = scale * S q_t``; key heads are shared by Nv / Nk value heads (GQA).
+
+    Parameters
+    ----------
+    query, key : torch.Tensor or numpy.ndarray
+        (T, Nk, Dk), bf16 / fp16 / fp32 (L2-normalised along Dk, as the models do).
+    value : torch.Tensor or numpy.ndarray
+        (T, Nv, Dv), query's dtype; Dk, Dv at most 256.
+    beta : torch.Tensor or numpy.ndarray
+        (T, Nv), query's dtype.
+    initial_state : torch.Tensor or numpy.ndarray, optional
+        (B, Nv, Dv, Dk), fp32 or bf16; None means zeros (fp32).
+    actual_seq_lengths : sequence of int or integer array, optional
+        The B sequence lengths (sum T; zero-length sequences keep their state); None means one sequence.
+    g : torch.Tensor or numpy.ndarray, optional
+        (T, Nv) fp32 log decays; None means no decay.
+    scale : float, optional
+        Default ``Dk ** -0.5``.
+    out, final_state : torch.Tensor or numpy.ndarray, optional
+        Where to write the results (else new arrays).
+
+    Returns
+    -------
+    (out, final_state)
+        out (T, Nv, Dv) in query's dtype, final_state (B, Nv, Dv, Dk) in initial_state's dtype. Not
+        differentiable: with torch tensors that require grad it raises RuntimeError (use torch.no_grad()).
+
+    Examples
+    --------
+    >>> import numpy as np, txops
+    >>> T, Nk, Nv, Dk, Dv = 6, 1, 2, 4, 4
+    >>> q = k = np.full((T, Nk, Dk), 0.5, np.float32)
+    >>> v, beta = np.ones((T, Nv, Dv), np.float32), np.full((T, Nv), 0.5, np.float32)
+    >>> out, state = txops.chunk_gated_delta_rule(q, k, v, beta, actual_seq_lengths=[4, 2])
+    >>> out.shape, state.shape
+    ((6, 2, 4), (2, 2, 4, 4))
     """
     _refuse_autograd("chunk_gated_delta_rule", query=query, key=key, value=value, beta=beta,
                      initial_state=initial_state, g=g)
@@ -35,42 +92,97 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state=None, actual_s
         actual_seq_lengths = [tokens]
     lengths = int32_array(actual_seq_lengths, query, "actual_seq_lengths")
     if initial_state is None:
-        float32 = _float32_of(query)
-        initial_state = zeros((lengths.shape[0], value_heads, value_dim, key_dim), float32, query)
+        initial_state = zeros((lengths.shape[0], value_heads, value_dim, key_dim), _float32_of(query), query)
+    scale = _default_scale(scale, key)
+    ops = traced_torch_ops(query)
+    if ops is not None:
+        if out is None and final_state is None:
+            return ops.chunk_gated_delta_rule(query, key, value, beta, initial_state, lengths, g, scale)
     if out is None:
         out = empty((tokens, value_heads, value_dim), query.dtype, query)
     if final_state is None:
         final_state = empty(tuple(initial_state.shape), initial_state.dtype, initial_state)
+    if ops is not None:
+        ops.chunk_gated_delta_rule_out(query, key, value, beta, initial_state, lengths, g, scale, out, final_state)
+        return out, final_state
     _C.chunk_gated_delta_rule(export(query), export(key), export(value), export(beta), export(initial_state),
-                              export(lengths), export(g), _default_scale(scale, key), export_output(out, "out"),
+                              export(lengths), export(g), scale, export_output(out, "out"),
                               export_output(final_state, "final_state"))
+    written(out, final_state)
     return out, final_state
 
 
-def recurrent_gated_delta_rule(query, key, value, beta, state, actual_seq_lengths, ssm_state_indices, *, g=None,
-                               gk=None, num_accepted_tokens=None, scale=None, out=None):
-    """Decode on a state pool -> out (T, Nv, Dv); state (BlockNum, Nv, Dv, Dk) is updated in place.
+def recurrent_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array, state: Array,
+                               actual_seq_lengths: Ints, ssm_state_indices: Ints, *, g: Optional[Array] = None,
+                               gk: Optional[Array] = None, num_accepted_tokens: Optional[Ints] = None,
+                               scale: Optional[float] = None, out: Optional[Array] = None) -> Array:
+    """Gated DeltaNet decode on a state pool (``aclnnRecurrentGatedDeltaRule``); `state` is updated in place.
 
-    Token t reads and writes slot ssm_state_indices[t]; sequence i resumes from the slot of its token
-    num_accepted_tokens[i] - 1 (None: 1, its first token). gk (T, Nv, Dk) is an optional per-key-channel decay.
+    Token t reads and writes pool slot ``ssm_state_indices[t]``; sequence i resumes from the slot of its token
+    ``num_accepted_tokens[i] - 1`` (speculative decoding; None: its first token's slot).
+
+    Parameters
+    ----------
+    query, key : torch.Tensor or numpy.ndarray
+        (T, Nk, Dk), bf16 / fp16 / fp32.
+    value : torch.Tensor or numpy.ndarray
+        (T, Nv, Dv).
+    beta : torch.Tensor or numpy.ndarray
+        (T, Nv).
+    state : torch.Tensor or numpy.ndarray
+        The pool, (BlockNum, Nv, Dv, Dk) fp32 or bf16; written in place.
+    actual_seq_lengths : sequence of int or integer array
+        Tokens per sequence (sum T).
+    ssm_state_indices : sequence of int or integer array
+        (T,) pool slot of each token.
+    g : torch.Tensor or numpy.ndarray, optional
+        (T, Nv) fp32 log decays.
+    gk : torch.Tensor or numpy.ndarray, optional
+        (T, Nv, Dk) fp32 per-key-channel log decays.
+    num_accepted_tokens : sequence of int or integer array, optional
+        (B,) accepted draft tokens per sequence, each in 1..its length.
+    scale : float, optional
+        Default ``Dk ** -0.5``.
+    out : torch.Tensor or numpy.ndarray, optional
+        Where to write the output (else a new array).
+
+    Returns
+    -------
+    torch.Tensor or numpy.ndarray
+        out (T, Nv, Dv) in query's dtype. Not differentiable.
+
+    Examples
+    --------
+    >>> import numpy as np, txops
+    >>> T, Nk, Nv, Dk, Dv = 2, 1, 2, 4, 4
+    >>> q = k = np.full((T, Nk, Dk), 0.5, np.float32)
+    >>> v, beta = np.ones((T, Nv, Dv), np.float32), np.full((T, Nv), 0.5, np.float32)
+    >>> pool = np.zeros((3, Nv, Dv, Dk), np.float32)
+    >>> out = txops.recurrent_gated_delta_rule(q, k, v, beta, pool, [1, 1], [2, 0])  # 2 sequences
+    >>> out.shape, bool(pool[1].any()), bool(pool[2].any())
+    ((2, 2, 4), False, True)
     """
     _refuse_autograd("recurrent_gated_delta_rule", query=query, key=key, value=value, beta=beta, g=g, gk=gk)
     lengths = int32_array(actual_seq_lengths, query, "actual_seq_lengths")
     indices = int32_array(ssm_state_indices, query, "ssm_state_indices")
     accepted = None if num_accepted_tokens is None else int32_array(num_accepted_tokens, query,
                                                                     "num_accepted_tokens")
+    scale = _default_scale(scale, key)
+    ops = traced_torch_ops(query)
+    if ops is not None:
+        if out is None:
+            return ops.recurrent_gated_delta_rule(query, key, value, beta, state, lengths, indices, g, gk, accepted,
+                                                  scale)
+        ops.recurrent_gated_delta_rule_out(query, key, value, beta, state, lengths, indices, g, gk, accepted, scale,
+                                           out)
+        return out
     if out is None:
         out = empty((value.shape[0], value.shape[1], value.shape[2]), query.dtype, query)
     _C.recurrent_gated_delta_rule(export(query), export(key), export(value), export(beta), export_output(state, "state"),
                                   export(lengths), export(indices), export(g), export(gk), export(accepted),
-                                  _default_scale(scale, key), export_output(out, "out"))
+                                  scale, export_output(out, "out"))
+    written(state, out)
     return out
 
 
-def _float32_of(like):
-    from ._arrays import is_torch
-    if is_torch(like):
-        import torch
-        return torch.float32
-    import numpy as np
-    return np.float32
+__all__ = ["chunk_gated_delta_rule", "recurrent_gated_delta_rule"]
