@@ -118,3 +118,41 @@ install: build
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD) $(PY_BUILD)
+
+# ---- fuzzing (fuzz/README.md): libFuzzer targets built with clang, ASan + UBSan ------------------------------------
+#   make fuzz               build, then run every target for FUZZ_SECONDS (default 30) on its seed corpus: one
+#                           summary line per target (executions, coverage, result), fails when one crashes
+#   make fuzz-plant-check   build with the planted out-of-bounds write (TXOPS_FUZZ_PLANT_OOB, one RoPE kernel line)
+#                           and check that fuzz_interleave_rope finds it (fails when it does not)
+#   make fuzz-seeds         rewrite the seeds fuzz/corpus/*/seed_* (fuzz/seed_gen.cpp)
+FUZZ_BUILD ?= build-fuzz
+FUZZ_PLANT_BUILD ?= build-fuzz-plant
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= interleave_rope inplace_partial_rotary_mul inplace_partial_rotary_mul_grad apply_rotary_pos_emb_v2 \
+                apply_rotary_pos_emb_grad chunk_gated_delta_rule recurrent_gated_delta_rule runtime
+FUZZ_APT_PACKAGES := cmake make pkg-config libhwy-dev libomp-dev clang libclang-rt-14-dev
+FUZZ_CMAKE := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+              -DTXOPS_BUILD_FUZZERS=ON -DTXOPS_BUILD_TESTS=OFF -DTXOPS_BUILD_TOOLS=OFF -DTXOPS_BUILD_PYTHON=OFF
+
+.PHONY: fuzz fuzz-deps fuzz-build fuzz-seeds fuzz-plant-check
+
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(FUZZ_APT_PACKAGES)"
+
+fuzz-build: fuzz-deps
+	@cmake -S . -B $(FUZZ_BUILD) $(FUZZ_CMAKE) -DTXOPS_FUZZ_PLANT_OOB=OFF > /dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS)
+
+fuzz: fuzz-build
+	@fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-seeds: fuzz-build
+	$(FUZZ_BUILD)/fuzz/fuzz_seed_gen fuzz/corpus
+
+fuzz-plant-check: fuzz-deps
+	@cmake -S . -B $(FUZZ_PLANT_BUILD) $(FUZZ_CMAKE) -DTXOPS_FUZZ_PLANT_OOB=ON > /dev/null
+	@cmake --build $(FUZZ_PLANT_BUILD) -j$(JOBS) --target fuzz_interleave_rope
+	@rm -rf $(FUZZ_PLANT_BUILD)/fuzz-work
+	@fuzz/run.sh --expect-crash $(FUZZ_PLANT_BUILD) $(FUZZ_SECONDS) interleave_rope
+	@grep -m1 'ERROR: AddressSanitizer' $(FUZZ_PLANT_BUILD)/fuzz-work/logs/interleave_rope.log
+	@grep -m1 -A3 'WRITE of size' $(FUZZ_PLANT_BUILD)/fuzz-work/logs/interleave_rope.log | grep -m1 'kernels_rotate.cpp'
