@@ -54,7 +54,8 @@ test-san: build-san
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS)
 
 # ThreadSanitizer. libgomp is not TSan-instrumented: TSan does not see its barriers, so every parallel_for reads as
-# a race (23 reports in core_parallel_test, 545 in concurrency_test). A suppressions file would have to match
+# a race (so does libomp without Archer: 23 false reports in core_parallel_test, 545 in concurrency_test; a bare
+# omp-parallel loop gets them with libgomp too). A suppressions file would have to match
 # libgomp frames, which are on the stack of every access made inside a parallel region: it would hide the real
 # races between pool threads too. TXOPS_NUM_THREADS=1 would leave the pool unchecked. So the TSan build links LLVM's
 # libomp instead (same GOMP_* ABI gcc's code calls; from libomp-dev) with its TSan tool Archer (OMP_TOOL_LIBRARIES),
