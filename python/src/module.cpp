@@ -1,7 +1,9 @@
 // module.cpp — the _txops extension module: one binding per txops operator over the plain C++ API, plus the
-// global settings. Tensors arrive as DLPack capsules / __dlpack__ objects (see tensor_import.h) and are used
-// in place, never copied; outputs are allocated by the Python layer in the caller's framework. The GIL is
-// released while an operator runs; a failed Status becomes a Python exception carrying txops' message.
+// global settings. Tensors arrive as objects whose type has the DLPack C exchange API (torch.Tensor from
+// torch 2.10: read in C with no capsule, the fast path), DLPack capsules or __dlpack__ objects (see
+// tensor_import.h) and are used in place, never copied; outputs are allocated by the Python layer in the
+// caller's framework. The GIL is released while an operator runs; a failed Status becomes a Python exception
+// carrying txops' message.
 // The Pythonic API (defaults, autograd, framework handling) lives in python/txops/*.py.
 #include <pybind11/pybind11.h>
 
@@ -173,6 +175,9 @@ PYBIND11_MODULE(_txops, m) {
   m.def("verbose", &txops::verbose);
   m.def("set_verbose", &txops::set_verbose, arg("on"));
 
+  m.def("_has_exchange_api", [](py::handle type) { return txops_python::has_exchange_api(type); }, arg("type"),
+        "True when tensors of this type may be passed as they are (read through type.__dlpack_c_exchange_api__, "
+        "no DLPack capsule).");
   m.def("_set_repeat", [](int n) { g_repeat = n < 1 ? 1 : n; }, arg("n"),
         "Benchmark hook: run each C++ call n times per binding call (n = 1: normal).");
   m.def("_last_cpp_seconds", [] { return g_last_cpp_seconds; },

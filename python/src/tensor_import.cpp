@@ -82,29 +82,18 @@ void raise_status(const txops::Status& status) {
 
 ImportedTensors::~ImportedTensors() {
   // Consumed tensors are ours: release them (the producer's deleter may touch Python objects; we hold the GIL).
+  for (int i = versioned_count_ - 1; i >= 0; --i) {
+    if (versioned_[i]->deleter != nullptr) versioned_[i]->deleter(versioned_[i]);
+  }
   for (int i = count_ - 1; i >= 0; --i) {
     if (consumed_[i]->deleter != nullptr) consumed_[i]->deleter(consumed_[i]);
   }
 }
 
-txops::TensorView ImportedTensors::from_capsule(py::handle capsule, const char* param) {
-  PyObject* raw = capsule.ptr();
-  if (!PyCapsule_IsValid(raw, "dltensor")) {
-    raise_with_code(PyExc_ValueError, kParamInvalid,
-                    std::string(param) + " must be an unconsumed DLPack capsule (\"dltensor\"), got a capsule named \"" +
-                        (PyCapsule_GetName(raw) ? PyCapsule_GetName(raw) : "") + "\"");
-  }
-  if (count_ == kMaxTensors) {
-    raise_with_code(PyExc_ValueError, kParamInvalid,
-                    std::string(param) + " tensor count per call must be at most 16, got 17");
-  }
-  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(raw, "dltensor"));
-  if (managed == nullptr) throw py::error_already_set();
-  // Consume: from here on the capsule's destructor leaves the tensor alone and we must call its deleter.
-  PyCapsule_SetName(raw, "used_dltensor");
-  consumed_[count_++] = managed;
+namespace {
 
-  const DLTensor& t = managed->dl_tensor;
+// The view of a DLTensor (data, device, dtype and rank checked); shape and strides are copied.
+txops::TensorView view_of_dltensor(const DLTensor& t, const char* param) {
   if (t.device.device_type != kDLCPU) {
     raise_with_code(PyExc_ValueError, kParamInvalid,
                     std::string(param) + " device must be the CPU (DLPack device type 1), got device type " +
@@ -123,6 +112,90 @@ txops::TensorView ImportedTensors::from_capsule(py::handle capsule, const char* 
   }
   void* data = static_cast<char*>(t.data) + t.byte_offset;
   return txops::TensorView::make(data, dtype, t.ndim, t.shape, t.strides);
+}
+
+// The DLPack C exchange API of a Python type (its `__dlpack_c_exchange_api__`, DLPack major version 1), or
+// null. Looked up once per type: a few types are remembered (with a reference, so an address is never reused
+// by another type), negative answers included; called with the GIL held.
+const DLPackExchangeAPI* exchange_api_of(PyTypeObject* type) {
+  struct Entry {
+    PyTypeObject* type;
+    const DLPackExchangeAPI* api;
+  };
+  static Entry cache[8];
+  static int cached = 0;
+  for (int i = 0; i < cached; ++i) {
+    if (cache[i].type == type) return cache[i].api;
+  }
+  const DLPackExchangeAPI* api = nullptr;
+  PyObject* capsule = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dlpack_c_exchange_api__");
+  if (capsule == nullptr) {
+    PyErr_Clear();
+  } else {
+    if (PyCapsule_IsValid(capsule, "dlpack_exchange_api")) {
+      const auto* table = static_cast<const DLPackExchangeAPI*>(PyCapsule_GetPointer(capsule, "dlpack_exchange_api"));
+      if (table != nullptr && table->header.version.major == 1 &&
+          (table->dltensor_from_py_object_no_sync != nullptr || table->managed_tensor_from_py_object_no_sync != nullptr)) {
+        api = table;  // the table lives as long as the process (DLPack specification)
+      }
+    }
+    Py_DECREF(capsule);
+    PyErr_Clear();
+  }
+  if (cached < 8) {
+    Py_INCREF(type);
+    cache[cached++] = {type, api};
+  }
+  return api;
+}
+
+}  // namespace
+
+bool has_exchange_api(py::handle type) {
+  if (!PyType_Check(type.ptr())) return false;
+  return exchange_api_of(reinterpret_cast<PyTypeObject*>(type.ptr())) != nullptr;
+}
+
+txops::TensorView ImportedTensors::from_capsule(py::handle capsule, const char* param) {
+  PyObject* raw = capsule.ptr();
+  if (!PyCapsule_IsValid(raw, "dltensor")) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " must be an unconsumed DLPack capsule (\"dltensor\"), got a capsule named \"" +
+                        (PyCapsule_GetName(raw) ? PyCapsule_GetName(raw) : "") + "\"");
+  }
+  if (count_ == kMaxTensors) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " tensor count per call must be at most 16, got 17");
+  }
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(raw, "dltensor"));
+  if (managed == nullptr) throw py::error_already_set();
+  // Consume: from here on the capsule's destructor leaves the tensor alone and we must call its deleter.
+  PyCapsule_SetName(raw, "used_dltensor");
+  consumed_[count_++] = managed;
+  return view_of_dltensor(managed->dl_tensor, param);
+}
+
+bool ImportedTensors::from_exchange_api(py::handle object, const char* param, txops::TensorView* view) {
+  const DLPackExchangeAPI* api = exchange_api_of(Py_TYPE(object.ptr()));
+  if (api == nullptr) return false;
+  if (api->dltensor_from_py_object_no_sync != nullptr) {
+    // Borrowed: the object outlives the call (the caller holds it), and the view copies shape and strides now.
+    DLTensor t{};
+    if (api->dltensor_from_py_object_no_sync(object.ptr(), &t) != 0) throw py::error_already_set();
+    *view = view_of_dltensor(t, param);
+    return true;
+  }
+  if (versioned_count_ == kMaxTensors) {
+    raise_with_code(PyExc_ValueError, kParamInvalid,
+                    std::string(param) + " tensor count per call must be at most 16, got 17");
+  }
+  DLManagedTensorVersioned* managed = nullptr;
+  if (api->managed_tensor_from_py_object_no_sync(object.ptr(), &managed) != 0 || managed == nullptr) {
+    throw py::error_already_set();
+  }
+  versioned_[versioned_count_++] = managed;
+  *view = view_of_dltensor(managed->dl_tensor, param);
+  return true;
 }
 
 // (address, dtype code, shape tuple, strides tuple in elements) — built by the Python layer for read-only arrays.
@@ -163,6 +236,8 @@ txops::TensorView ImportedTensors::view(py::handle object, const char* param) {
     raise_with_code(PyExc_ValueError, static_cast<int>(txops::StatusCode::kNullptr),
                     std::string(param) + " must be a tensor, got None");
   }
+  txops::TensorView fast;
+  if (from_exchange_api(object, param, &fast)) return fast;
   PyObject* exporter = PyObject_GetAttrString(object.ptr(), "__dlpack__");
   if (exporter == nullptr) {
     PyErr_Clear();

@@ -58,7 +58,16 @@ def attach_torch(torch):
     _dispatch_depth = getattr(torch._C, "_len_torch_dispatch_stack", None) or (lambda: 0)
     _grad_enabled = torch.is_grad_enabled
     _increment_version = getattr(torch._C, "_increment_version", None) or (lambda tensors: None)
-    _to_dlpack, _torch_tensor, _torch = torch_dlpack.to_dlpack, torch.Tensor, torch
+    # torch >= 2.10 publishes the DLPack C exchange API on its tensor type: the extension then reads a tensor
+    # passed as it is (no capsule, no allocation; ~1.2 us less per 4-tensor call), else it gets a capsule
+    from . import _txops
+    direct = _txops._has_exchange_api(torch.Tensor) if hasattr(_txops, "_has_exchange_api") else False
+    _to_dlpack = _same if direct else torch_dlpack.to_dlpack
+    _torch_tensor, _torch = torch.Tensor, torch
+
+
+def _same(x):
+    return x
 
 
 class _AfterTorchImport:

@@ -247,7 +247,8 @@ def apply_rotary_pos_emb(query: Array, key: Array, cos: Array, sin: Array, *, la
 def apply_rotary_pos_emb_grad(grad_query_embed: Array, grad_key_embed: Array, cos: Array, sin: Array, *,
                               query: Optional[Array] = None, key: Optional[Array] = None,
                               rotary_mode: RotaryMode = "half",
-                              layout: Layout = 1) -> Tuple[Array, Array, Optional[Array], Optional[Array]]:
+                              layout: Layout = 1, out: Optional[Sequence[Array]] = None,
+                              ) -> Tuple[Array, Array, Optional[Array], Optional[Array]]:
     """Backward of :func:`apply_rotary_pos_emb` (``aclnnApplyRotaryPosEmbGrad``), fused over query and key.
 
     Parameters
@@ -260,12 +261,17 @@ def apply_rotary_pos_emb_grad(grad_query_embed: Array, grad_key_embed: Array, co
         The forward's inputs: when both are given, grad_cos and grad_sin are computed too.
     rotary_mode : {'half', 'interleave', 'quarter'} or int, default 'half'
     layout : {1, 2, 3, 4} or {'BSND', 'SBND', 'BNSD', 'TND'}, default 1
+    out : sequence of arrays, optional
+        (grad_query, grad_key) or, with query and key, (grad_query, grad_key, grad_cos, grad_sin): written
+        and returned instead of new arrays. Fresh outputs of a large call are new memory the kernel must
+        fault in (on a machine whose allocator returns freed memory to the OS: 64 MiB, ~16k page faults);
+        given outputs cost nothing beyond the C++ call.
 
     Returns
     -------
     tuple
-        (grad_query, grad_key, grad_cos or None, grad_sin or None): new arrays in the inputs' framework,
-        grad_cos / grad_sin of cos's shape and dtype (not differentiable).
+        (grad_query, grad_key, grad_cos or None, grad_sin or None): new arrays in the inputs' framework (or
+        the `out` ones), grad_cos / grad_sin of cos's shape and dtype (not differentiable).
 
     Examples
     --------
@@ -279,20 +285,30 @@ def apply_rotary_pos_emb_grad(grad_query_embed: Array, grad_key_embed: Array, co
     mode = rotary_mode_code(rotary_mode)
     layout = layout_code(layout)
     with_cos_sin = query is not None and key is not None
+    given = tuple(out) if out is not None else ()
+    if out is not None and len(given) != (4 if with_cos_sin else 2):
+        raise ValueError(f"out must be {'4' if with_cos_sin else '2'} arrays (grad_query, grad_key"
+                         f"{', grad_cos, grad_sin' if with_cos_sin else ''}), got {len(given)}")
     ops = traced_torch_ops(grad_query_embed)
     if ops is not None:
-        grad_query, grad_key, grad_cos, grad_sin = ops.apply_rotary_pos_emb_grad(
-            grad_query_embed, grad_key_embed, cos, sin, query, key, mode, layout)
-        return (grad_query, grad_key, grad_cos if with_cos_sin else None, grad_sin if with_cos_sin else None)
-    grad_query = empty(grad_query_embed.shape, grad_query_embed.dtype, grad_query_embed)
-    grad_key = empty(grad_key_embed.shape, grad_key_embed.dtype, grad_key_embed)
+        results = ops.apply_rotary_pos_emb_grad(grad_query_embed, grad_key_embed, cos, sin, query, key, mode, layout)
+        results = results if with_cos_sin else (results[0], results[1])
+        for target, value in zip(given, results):
+            target.copy_(value)
+        results = given or results
+        return (results[0], results[1]) + ((results[2], results[3]) if with_cos_sin else (None, None))
+    grad_query = given[0] if given else empty(grad_query_embed.shape, grad_query_embed.dtype, grad_query_embed)
+    grad_key = given[1] if given else empty(grad_key_embed.shape, grad_key_embed.dtype, grad_key_embed)
     grad_cos = grad_sin = None
     if with_cos_sin:
-        grad_cos = empty(cos.shape, cos.dtype, cos)
-        grad_sin = empty(sin.shape, sin.dtype, sin)
+        grad_cos = given[2] if given else empty(cos.shape, cos.dtype, cos)
+        grad_sin = given[3] if given else empty(sin.shape, sin.dtype, sin)
     _C.apply_rotary_pos_emb_grad(export(grad_query_embed), export(grad_key_embed), export(cos), export(sin),
-                                 export(query), export(key), mode, layout, export(grad_query), export(grad_key),
-                                 export(grad_cos), export(grad_sin))
+                                 export(query), export(key), mode, layout, export_output(grad_query, "grad_query"),
+                                 export_output(grad_key, "grad_key"), export_output(grad_cos, "grad_cos"),
+                                 export_output(grad_sin, "grad_sin"))
+    if given:
+        written(*given)
     return grad_query, grad_key, grad_cos, grad_sin
 
 
