@@ -152,7 +152,8 @@ def _metadata(result):
     return [(tuple(r.shape), r.dtype, r.stride()) for r in results]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(b=st.integers(1, 3), n=st.integers(1, 4), s=st.integers(1, 6), half_d=st.integers(1, 8),
        cos_b=st.booleans(), cos_s=st.booleans(), dtype=st.sampled_from([torch.float32, torch.bfloat16]))
 def test_fake_kernels_match_real_outputs(b, n, s, half_d, cos_b, cos_s, dtype):
