@@ -99,12 +99,20 @@ test-python: python $(VENV_NP1)/requirements.txt
 
 test: test-san test-python test-cpp test-tsan
 
-# The PyTorch peers run even when a txops case failed; the exit status is txops bench's.
-bench: build
+# The PyTorch peers (bench/README.md) run in the project venv (torch 2.13 CPU; + transformers, for the eager
+# gated-delta-rule peer: bench/requirements-bench.txt), eager and under torch.compile, on the records txops bench
+# wrote; py_bench.py runs the installed package against PyTorch and the same C++ calls. They run even when a
+# txops case failed; the exit status is txops bench's. BENCH_PEERS=eager skips torch.compile (~6 min cold).
+BENCH_PEERS ?= eager,compile
+$(VENV)/requirements-bench.txt: bench/requirements-bench.txt $(VENV)/requirements.txt
+	$(VENV)/bin/python -m pip install -qq -r $< -c python/requirements-test.txt
+	cp $< $@
+
+bench: build python $(VENV)/requirements-bench.txt
 	@status=0; $(BUILD)/txops bench --json $(BUILD)/bench.json || status=$$?; \
-	if [ -f bench/torch_rope.py ]; then $(PYTHON) bench/torch_rope.py --compare $(BUILD)/bench.json || status=1; fi; \
-	if [ -f bench/torch_gdr.py ]; then $(PYTHON) bench/torch_gdr.py --compare $(BUILD)/bench.json || status=1; fi; \
-	if [ -f bench/py_bench.py ]; then PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/py_bench.py || status=1; fi; \
+	$(VENV)/bin/python bench/torch_rope.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
+	$(VENV)/bin/python bench/torch_gdr.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
+	$(VENV)/bin/python bench/py_bench.py || status=1; \
 	exit $$status
 
 # The wheel (scikit-build-core, build dir build-py/, no build isolation: the build requirements are in .venv/),

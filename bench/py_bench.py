@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """py_bench.py — txops from Python against PyTorch eager, per shape suite case (docs/measurement.md), and the
 per-call overhead of the Python binding.
 
@@ -10,8 +10,12 @@ table gives minimum times and the ratio torch/txops (> 1: txops faster).
 Overhead: for decode-sized calls, the time of one call from Python (torch and numpy) minus the time of the same
 C++ API call (txops::xxx, timed in a C++ loop inside the extension module), i.e. what the binding adds.
 
-Run: PYTHONPATH=python /usr/bin/python3 bench/py_bench.py [--quick] [--threads N] [--dtype bf16] [--suite S]
-(the script re-executes itself with MALLOC_MMAP_MAX_=0 OPENBLAS_NUM_THREADS=1, PyTorch's best configuration).
+Large call: llama3-8b-train apply_rotary_pos_emb_grad from Python (out=, and fresh outputs with the tuned heap
+and with glibc's defaults) against the same C++ API call looped inside the extension, alternating, same process.
+
+Run: .venv/bin/python bench/py_bench.py [--quick] [--threads N] [--dtype bf16] [--suite S] [--no-overhead]
+(the installed txops; PYTHONPATH=python for the source tree's. The script re-executes itself with
+torch_common.TUNED_ENV: MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_ huge, OPENBLAS_NUM_THREADS=1).
 """
 import argparse
 import math
@@ -21,7 +25,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+try:  # the installed package (make bench: .venv), else the source tree's (PYTHONPATH=python or in place)
+    import txops as _probe  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 import torch_common as tc  # noqa: E402
 
 tc.ensure_tuned_env()
@@ -126,8 +133,9 @@ def qwen_prefill(dtype, scale, batch, variant):
     init = uniform((batch, 32, 128, 128), torch.float32, 5) * 0.1
     lengths_i32 = torch.tensor(lengths, dtype=torch.int32)
     s = 128 ** -0.5
+    peer = torch_gdr.Peers(compiled=False)
     return (lambda: txops.chunk_gated_delta_rule(q, k, v, beta, init, lengths_i32, g=g, scale=s),
-            lambda: torch_gdr.chunk_gdr(q, k, v, beta, g, init, lengths, s))
+            lambda: torch_gdr.prefill(peer, q, k, v, beta, g, init, lengths, s))
 
 
 def qwen_decode(dtype, scale):
@@ -137,10 +145,11 @@ def qwen_decode(dtype, scale):
     slots = torch.tensor([(t * 97 + 5) % pool_size for t in range(B)])
     slots_i32 = slots.to(torch.int32)
     ones = torch.ones(B, dtype=torch.int32)
-    torch_pool = pool.clone()
+    torch_pool = pool.transpose(-1, -2).contiguous()  # the peer's states are (Dk, Dv), as transformers keeps them
+    peer = torch_gdr.Peers(compiled=False)
     s = 128 ** -0.5
     return (lambda: txops.recurrent_gated_delta_rule(q, k, v, beta, pool, ones, slots_i32, g=g, scale=s),
-            lambda: torch_gdr.recurrent_decode(torch_pool, slots, q, k, v, beta, g, s))
+            lambda: peer.decode_call(torch_pool, slots, q, k, v, beta, g, s))
 
 
 def cases(scale):
@@ -200,6 +209,101 @@ def overhead_pair(fn, runs=60):
     return cpp, py
 
 
+# ---- a large call: Python against C++ in the same process ------------------------------------------------------
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4
+
+
+def _glibc_defaults(on):
+    """Switches glibc's allocator between its defaults (large blocks mmapped, freed memory handed back to the
+    kernel: every fresh large tensor is new memory) and the tuned settings this process started with."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    if on:
+        libc.mallopt(M_MMAP_MAX, 65536)
+        libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+        libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)
+    else:
+        libc.mallopt(M_MMAP_MAX, int(tc.TUNED_ENV["MALLOC_MMAP_MAX_"]))
+        libc.mallopt(M_TRIM_THRESHOLD, int(tc.TUNED_ENV["MALLOC_TRIM_THRESHOLD_"]) if
+                     int(tc.TUNED_ENV["MALLOC_TRIM_THRESHOLD_"]) < 2 ** 31 else 2 ** 31 - 1)
+
+
+def _faults():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def large_call_report(dtype, threads, rounds):
+    """llama3-8b-train apply_rotary_pos_emb_grad without q/k (64 + 16 MiB of bf16 outputs): the C++ API call
+    (looped inside the extension, outputs preallocated as `txops bench` has them), the Python call with out=,
+    the Python call allocating its outputs (tuned heap: the freed outputs of the previous call are reused), and
+    the same with glibc's default settings (every call's outputs are new memory). Alternating, best of
+    `rounds`; minor page faults per call beside each."""
+    S = 8192
+    gq, gk = uniform((1, S, 32, 128), dtype, 3), uniform((1, S, 8, 128), dtype, 4)
+    cos, sin = rope_table(1, S, 1, 128, dtype)
+    out = (torch.empty_like(gq), torch.empty_like(gk))
+    for t in out:
+        t.zero_()
+    has_out = "out" in txops.apply_rotary_pos_emb_grad.__code__.co_varnames
+
+    def cpp():
+        _txops._set_repeat(3)
+        try:
+            _txops.apply_rotary_pos_emb_grad(gq, gk, cos, sin, None, None, 0, 1, out[0], out[1], None, None)
+        finally:
+            _txops._set_repeat(1)
+        return _txops._last_cpp_seconds()
+
+    def py_out():
+        if has_out:
+            txops.apply_rotary_pos_emb_grad(gq, gk, cos, sin, out=out)
+        else:
+            _txops.apply_rotary_pos_emb_grad(gq, gk, cos, sin, None, None, 0, 1, out[0], out[1], None, None)
+
+    def py_fresh():
+        txops.apply_rotary_pos_emb_grad(gq, gk, cos, sin)
+
+    best = {k: math.inf for k in ("cpp", "out", "fresh", "cpp_default", "fresh_default")}
+    faults = dict.fromkeys(best, 0)
+
+    def timed(name, fn):
+        f0 = _faults()
+        t0 = time.perf_counter()
+        fn()
+        best[name] = min(best[name], time.perf_counter() - t0)
+        faults[name] = _faults() - f0
+
+    py_fresh()
+    py_out()
+    for _ in range(rounds):  # the tuned heap (this process's settings)
+        best["cpp"] = min(best["cpp"], cpp())
+        timed("out", py_out)
+        timed("fresh", py_fresh)
+    _glibc_defaults(True)  # then glibc's defaults: switched once, so that the heap states do not mix
+    try:
+        py_fresh()
+        for _ in range(rounds):
+            best["cpp_default"] = min(best["cpp_default"], cpp())
+            timed("fresh_default", py_fresh)
+    finally:
+        _glibc_defaults(False)
+    print(f"# a large call from Python vs the same C++ API call, same process ({threads} txops thread(s), "
+          f"{str(dtype).replace('torch.', '')}, best of {rounds} alternating rounds; faults = minor page faults "
+          "in the last round's call)")
+    print(f"{'llama3-8b-train apply_rotary_pos_emb_grad no_qk':<50} {'ms':>9} {'vs C++':>8} {'faults':>8}")
+    rows = [("C++ API call (outputs preallocated)", "cpp", "cpp"),
+            ("Python, out= (outputs preallocated)" + ("" if has_out else " [extension]"), "out", "cpp"),
+            ("Python, fresh outputs, tuned heap", "fresh", "cpp"),
+            ("C++ API call, glibc defaults", "cpp_default", "cpp_default"),
+            ("Python, fresh outputs, glibc defaults", "fresh_default", "cpp_default")]
+    for label, key, ref in rows:
+        extra = "" if key == ref else f"{(best[key] / best[ref] - 1) * 100:+7.1f}%"
+        shown = "" if key.startswith("cpp") else faults[key]
+        print(f"{label:<50} {best[key] * 1e3:9.3f} {extra:>8} {shown:>8}")
+    sys.stdout.flush()
+
+
 def overhead_report(dtype):
     """On one txops thread: the binding's cost does not depend on it, and a second thread only adds noise."""
     threads = txops.num_threads()
@@ -245,7 +349,8 @@ def main():
     parser.add_argument("--suite", default="", help="only cases of this suite")
     parser.add_argument("--budget-s", type=float, default=0.5, help="time budget per case and side")
     parser.add_argument("--max-reps", type=int, default=10)
-    parser.add_argument("--no-overhead", action="store_true", help="skip the per-call overhead table")
+    parser.add_argument("--no-overhead", action="store_true", help="skip the Python-vs-C++ tables")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating rounds of the large-call table")
     args = parser.parse_args()
     dtype = DTYPES[args.dtype]
     threads = args.threads or txops.num_threads()
@@ -275,6 +380,7 @@ def main():
         print(f"# geometric mean torch/txops over {len(ratios)} case(s): {tc.geomean(ratios):.2f}x")
     if not args.no_overhead:
         try:
+            large_call_report(dtype, threads, args.rounds)
             overhead_report(dtype)
         except (NotImplementedError, ValueError, TypeError, RuntimeError) as error:
             print(f"# overhead: not measured ({str(error).splitlines()[0]})")

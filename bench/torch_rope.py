@@ -1,15 +1,18 @@
 #!/usr/bin/python3
-"""torch_rope.py — the RoPE cases of `txops bench` run in PyTorch eager, side by side with txops.
+"""torch_rope.py — the RoPE cases of `txops bench` run in PyTorch, eager and under torch.compile, beside txops.
 
 Reads the records of `txops bench --json FILE` (--compare FILE), rebuilds each RoPE case's tensors from its
 shape string, times the same operation written as a PyTorch user would (forward formulas with torch.cat /
 slicing; backward ops as autograd of that forward, timing the backward pass only) on the record's thread
-count, and prints txops time, PyTorch time and the speed-up (PyTorch min time / txops min time), then a
-geometric-mean summary per suite. Run with Debian's /usr/bin/python3 (python3-torch); the script re-executes
-itself with MALLOC_MMAP_MAX_=0 and OPENBLAS_NUM_THREADS=1, PyTorch's best configuration on this machine.
+count, eager and with the same formulas under torch.compile (inductor: C++/OpenMP code for the CPU, compiled
+once per case and thread count, warmed up, then timed; eager and compiled runs alternate), and prints txops
+time, each peer's time and the ratio peer / txops, then a summary per suite (geometric mean, worst case).
+Run with the project venv's python (torch 2.13); the script re-executes itself with the allocator settings of
+torch_common.TUNED_ENV (PyTorch's best configuration here).
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_common as tc  # noqa: E402
@@ -62,9 +65,12 @@ def randu(shape, dtype, gen):
     return (torch.rand(shape, generator=gen) * 2 - 1).to(dtype)
 
 
-def build(op, dims, tags, dtype):
-    """Returns a no-argument function doing one call of `op` in PyTorch."""
+def build(op, dims, tags, dtype, compiled=False):
+    """Returns a no-argument function doing one call of `op` in PyTorch: eager, or (compiled=True) the same
+    formulas under torch.compile (the forward formula compiled; backward ops run the compiled backward graph that
+    AOTAutograd and inductor derive from it, through the same torch.autograd.grad call)."""
     gen = torch.Generator().manual_seed(1)
+    wrap = (lambda f: tc.Compiled(f, dynamic=False)) if compiled else (lambda f: f)
     if op == "apply_rotary_pos_emb_grad":
         B, S, Nq, Nk, D = (dims[k] for k in ("B", "S", "Nq", "Nk", "D"))
         with_qk = "with_qk" in tags
@@ -73,69 +79,87 @@ def build(op, dims, tags, dtype):
         c, s = cos_sin((1, S, 1, D), dtype, gen)
         c.requires_grad_(with_qk)
         s.requires_grad_(with_qk)
-        yq, yk = rope_half(q, c, s), rope_half(k, c, s)
+        forward = wrap(lambda q, k, c, s: (rope_half(q, c, s), rope_half(k, c, s)))
+        yq, yk = forward(q, k, c, s)
         gq, gk = randu(yq.shape, dtype, gen), randu(yk.shape, dtype, gen)
         inputs = (q, k, c, s) if with_qk else (q, k)
-        return lambda: torch.autograd.grad((yq, yk), inputs, (gq, gk), retain_graph=True)
+        return lambda: torch.autograd.grad((yq, yk), inputs, (gq, gk), retain_graph=True), forward
     if op == "apply_rotary_pos_emb":
         B, S, Nq, Nk, D = (dims[k] for k in ("B", "S", "Nq", "Nk", "D"))
         q, k = randu((B, S, Nq, D), dtype, gen), randu((B, S, Nk, D), dtype, gen)
         c, s = cos_sin((B, S, 1, D), dtype, gen)
 
-        def v2():
+        def v2(q, k, c, s):
             q.copy_(rope_half(q, c, s))
             k.copy_(rope_half(k, c, s))
-        return v2
+        f = wrap(v2)
+        return lambda: f(q, k, c, s), f
     if op == "interleave_rope":
         B, N, S, D = (dims[k] for k in ("B", "N", "S", "D"))
         x = randu((B, N, S, D), dtype, gen)
         c, s = cos_sin((B if S == 1 else 1, 1, S, D), dtype, gen)
-        return lambda: rope_interleave_half(x, c, s)
+        f = wrap(rope_interleave_half)
+        return lambda: f(x, c, s), f
     if op in ("inplace_partial_rotary_mul", "inplace_partial_rotary_mul_grad"):
         B, S, N, D, lo, hi = (dims[k] for k in ("B", "S", "N", "D", "lo", "hi"))
         mode = next(t.split("=", 1)[1] for t in tags if t.startswith("mode="))
-        f = MODES[mode]
+        formula = MODES[mode]
         x = randu((B, S, N, D), dtype, gen)
         c, s = cos_sin((1, S, 1, hi - lo), dtype, gen)
         if op == "inplace_partial_rotary_mul":
-            def forward():
+            def forward(x, c, s):
                 xs = x[..., lo:hi]
-                xs.copy_(f(xs, c, s))
-            return forward
+                xs.copy_(formula(xs, c, s))
+            f = wrap(forward)
+            return lambda: f(x, c, s), f
         x_slice = x[..., lo:hi].clone().requires_grad_()
+        f = wrap(formula)
         y = f(x_slice, c, s)
 
         def backward():
             dys = x[..., lo:hi]
             dys.copy_(torch.autograd.grad(y, x_slice, dys, retain_graph=True)[0])
-        return backward
+        return backward, f
     raise ValueError(f"unknown RoPE op {op}")
 
 
 def main():
     args = tc.parse_args(__doc__.splitlines()[1])
-    records = tc.load_records(args.compare, {"rope"}, args.suite)
-    cmp = tc.Comparison("RoPE, txops vs PyTorch eager")
+    peers = tc.peers_wanted(args)
+    compile_dtypes = set(args.compile_dtypes.split(","))
+    if "compile" in peers:
+        tc.setup_compile()
+    records = tc.load_records(args.compare, {"rope"}, args)
+    cmp = tc.Comparison("RoPE, txops vs PyTorch", peers)
     cmp.header()
-    groups = {}
+    by_threads = {}
     for r in records:
-        groups.setdefault((r["op"], r["dtype"], r["shape"]), []).append(r)
-    for (op, dtype, shape), recs in groups.items():
-        dims, tags = tc.parse_shape(shape)
-        try:
-            fn = build(op, dims, tags, DTYPES[dtype])
-        except (RuntimeError, ValueError, KeyError, StopIteration) as e:
-            for r in recs:
-                cmp.add(r, None, f"PyTorch: {str(e).splitlines()[0]}")
-            continue
-        for r in recs:
-            torch.set_num_threads(r["threads"])
-            try:
-                t_min, _, _ = tc.time_fn(fn, args.target_s, args.max_reps)
-                cmp.add(r, t_min)
-            except RuntimeError as e:
-                cmp.add(r, None, f"PyTorch: {str(e).splitlines()[0]}")
-        del fn
+        by_threads.setdefault(r["threads"], []).append(r)
+    for threads in sorted(by_threads):
+        torch.set_num_threads(threads)
+        if "compile" in peers:
+            tc.reset_compile()
+        for r in by_threads[threads]:
+            dims, tags = tc.parse_shape(r["shape"])
+            fns, notes = {}, []
+            for peer in peers:
+                if peer == "compile" and r["dtype"] not in compile_dtypes:
+                    fns[peer] = None
+                    continue
+                try:
+                    t0 = time.perf_counter()
+                    fns[peer], _ = build(r["op"], dims, tags, DTYPES[r["dtype"]], compiled=peer == "compile")
+                    if peer == "compile":
+                        fns[peer]()  # compiles the forward graph, or for backward ops the backward graph
+                        compile_s = time.perf_counter() - t0
+                        cmp.compile_s += compile_s
+                        notes.append(f"compiled in {compile_s:.1f} s")
+                except Exception as e:  # noqa: BLE001 - a peer that cannot run this case is reported, not fatal
+                    fns[peer] = None
+                    notes.append(f"{peer}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            times = tc.time_alternating(fns, args.target_s, args.max_reps)
+            cmp.add(r, times, "; ".join(notes))
+            del fns
     cmp.summary()
 
 
