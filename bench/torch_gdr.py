@@ -317,6 +317,36 @@ def build(rec, peers):
     return lambda: peers.decode_call(pool, slots, q, k, v, beta, g, scale)
 
 
+def build_txops(rec):
+    """The same case through the txops package (outputs preallocated with out=), or None without txops."""
+    try:
+        import txops
+    except ImportError:
+        return None
+    dims, tags = tc.parse_shape(rec["shape"])
+    dtype = DTYPES[rec["dtype"]]
+    gen = torch.Generator().manual_seed(2)
+    Nk, Nv, Dk, Dv = dims["Nk"], dims["Nv"], dims["Dk"], dims["Dv"]
+    scale = 1.0 / math.sqrt(Dk)
+    T = dims["T"] if rec["op"] == "chunk_gated_delta_rule" else dims["B"]
+    q, k = unit_rows((T, Nk, Dk), dtype, gen), unit_rows((T, Nk, Dk), dtype, gen)
+    v = (torch.rand(T, Nv, Dv, generator=gen) * 2 - 1).to(dtype)
+    beta = (torch.rand(T, Nv, generator=gen) * 0.9 + 0.05).to(dtype)
+    g = -torch.rand(T, Nv, generator=gen) * 0.2
+    out = torch.empty(v.shape, dtype=dtype)
+    if rec["op"] == "chunk_gated_delta_rule":
+        lens = sequence_lengths(T, dims["B"], tags[0] if tags else "equal")
+        init = ((torch.rand(len(lens), Nv, Dv, Dk, generator=gen) * 2 - 1) * 0.1).to(dtype)
+        final = torch.empty_like(init)
+        lens_i32 = torch.tensor(lens, dtype=torch.int32)
+        return lambda: txops.chunk_gated_delta_rule(q, k, v, beta, init, lens_i32, g=g, scale=scale, out=out,
+                                                    final_state=final)
+    pool = ((torch.rand(dims["pool"], Nv, Dv, Dk, generator=gen) * 2 - 1) * 0.1).to(dtype)
+    slots = torch.tensor([(t * 97 + 5) % dims["pool"] for t in range(T)], dtype=torch.int32)
+    ones = torch.ones(T, dtype=torch.int32)
+    return lambda: txops.recurrent_gated_delta_rule(q, k, v, beta, pool, ones, slots, g=g, scale=scale, out=out)
+
+
 def timed_case(rec, peers, args):
     """(seconds, note) of one peer on one record: the prefill on all heads when that is estimated to take at most
     --full-limit-s per call (or with --full), else on 2 key heads scaled by Nk / 2 (heads are independent and the
@@ -371,6 +401,11 @@ def main():
         by_threads.setdefault(r["threads"], []).append(r)
     for threads in sorted(by_threads):
         torch.set_num_threads(threads)
+        try:
+            import txops
+            txops.set_num_threads(threads)
+        except ImportError:
+            pass
         if "compile" in peers:
             tc.reset_compile()
         impls = {p: Peers(compiled=p == "compile") for p in peers}
@@ -388,7 +423,14 @@ def main():
                         notes.append(f"{peer}: {note}")
                 except Exception as e:  # noqa: BLE001 - a peer that cannot run a case is reported, not fatal
                     notes.append(f"{peer}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
-            cmp.add(r, times, "; ".join(notes))
+            txops_py = None
+            try:
+                fn = build_txops(r) if r.get("passed") else None
+                if fn is not None:
+                    txops_py = tc.time_fn(fn, args.target_s, args.max_reps)[0]
+            except Exception as e:  # noqa: BLE001 - the record's own time still stands
+                notes.append(f"txops from Python: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+            cmp.add(r, times, "; ".join(notes), txops_py_s=txops_py)
     cmp.summary()
 
 

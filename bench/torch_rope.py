@@ -123,6 +123,50 @@ def build(op, dims, tags, dtype, compiled=False):
     raise ValueError(f"unknown RoPE op {op}")
 
 
+def set_txops_threads(n):
+    try:
+        import txops
+        txops.set_num_threads(n)
+    except ImportError:
+        pass
+
+
+def build_txops(op, dims, tags, dtype):
+    """The same case through the txops package (the call a Python user makes; outputs preallocated with out=,
+    in-place ops in place), or None when txops is not importable."""
+    try:
+        import txops
+    except ImportError:
+        return None
+    gen = torch.Generator().manual_seed(1)
+    if op == "apply_rotary_pos_emb_grad":
+        B, S, Nq, Nk, D = (dims[k] for k in ("B", "S", "Nq", "Nk", "D"))
+        q, k = randu((B, S, Nq, D), dtype, gen), randu((B, S, Nk, D), dtype, gen)
+        c, s = cos_sin((1, S, 1, D), dtype, gen)
+        gq, gk = randu(q.shape, dtype, gen), randu(k.shape, dtype, gen)
+        extra = dict(query=q, key=k) if "with_qk" in tags else {}
+        out = tuple(torch.empty_like(t) for t in ((gq, gk, c, s) if extra else (gq, gk)))
+        return lambda: txops.apply_rotary_pos_emb_grad(gq, gk, c, s, out=out, **extra)
+    if op == "apply_rotary_pos_emb":
+        B, S, Nq, Nk, D = (dims[k] for k in ("B", "S", "Nq", "Nk", "D"))
+        q, k = randu((B, S, Nq, D), dtype, gen), randu((B, S, Nk, D), dtype, gen)
+        c, s = cos_sin((B, S, 1, D), dtype, gen)
+        return lambda: txops.apply_rotary_pos_emb(q, k, c, s)
+    if op == "interleave_rope":
+        B, N, S, D = (dims[k] for k in ("B", "N", "S", "D"))
+        x = randu((B, N, S, D), dtype, gen)
+        c, s = cos_sin((B if S == 1 else 1, 1, S, D), dtype, gen)
+        out = torch.empty_like(x)
+        return lambda: txops.interleave_rope(x, c, s, out=out)
+    B, S, N, D, lo, hi = (dims[k] for k in ("B", "S", "N", "D", "lo", "hi"))
+    mode = next(t.split("=", 1)[1] for t in tags if t.startswith("mode="))
+    x = randu((B, S, N, D), dtype, gen)
+    c, s = cos_sin((1, S, 1, hi - lo), dtype, gen)
+    f = txops.inplace_partial_rotary_mul if op == "inplace_partial_rotary_mul" else \
+        txops.inplace_partial_rotary_mul_backward
+    return lambda: f(x, c, s, rotary_mode=mode, partial_slice=(lo, hi))
+
+
 def main():
     args = tc.parse_args(__doc__.splitlines()[1])
     peers = tc.peers_wanted(args)
@@ -137,6 +181,7 @@ def main():
         by_threads.setdefault(r["threads"], []).append(r)
     for threads in sorted(by_threads):
         torch.set_num_threads(threads)
+        set_txops_threads(threads)
         if "compile" in peers:
             tc.reset_compile()
         for r in by_threads[threads]:
@@ -157,8 +202,13 @@ def main():
                 except Exception as e:  # noqa: BLE001 - a peer that cannot run this case is reported, not fatal
                     fns[peer] = None
                     notes.append(f"{peer}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            try:
+                fns["txops"] = build_txops(r["op"], dims, tags, DTYPES[r["dtype"]]) if r.get("passed") else None
+            except Exception as e:  # noqa: BLE001 - the record's own time still stands
+                fns["txops"] = None
+                notes.append(f"txops from Python: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
             times = tc.time_alternating(fns, args.target_s, args.max_reps)
-            cmp.add(r, times, "; ".join(notes))
+            cmp.add(r, times, "; ".join(notes), txops_py_s=times.pop("txops"))
             del fns
     cmp.summary()
 
