@@ -11,7 +11,7 @@ TXFUZZ_TARGET(chunk_gated_delta_rule) {
   s.settings();
   gdr_environment(s);
   static const int64_t kDims[] = {16, 32, 64, 128, 8, 1, 3, 48, 100, 256, 257, 0};
-  const GdrShape g = decode_gdr_shape(s, 8, 150, kDims);
+  const GdrShape g = decode_gdr_shape(s, 8, 130, kDims);
   const std::vector<int64_t> lens = mutate_lens(s, g.lens);
   const aclDataType adt = float_dtype(s, "dtype", "act");
   const aclDataType sdt = s.flag("dtype", "state_bf16") ? ACL_BF16 : ACL_FLOAT;

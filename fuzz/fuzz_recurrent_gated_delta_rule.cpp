@@ -11,7 +11,7 @@ TXFUZZ_TARGET(recurrent_gated_delta_rule) {
   Session s(in);
   s.settings();
   gdr_environment(s);
-  static const int64_t kDims[] = {128, 64, 32, 16, 8, 1, 3, 48, 100, 256, 512, 513, 0};
+  static const int64_t kDims[] = {16, 128, 64, 32, 8, 1, 3, 48, 100, 256, 512, 513, 0};
   GdrShape g = decode_gdr_shape(s, 4, 80, kDims);
   const std::vector<int64_t> lens = mutate_lens(s, g.lens);
   const int64_t T = g.T, B = g.B, Nk = g.Nk, Nv = g.Nv;

@@ -18,6 +18,7 @@
 #ifndef TXOPS_FUZZ_FUZZ_UTIL_H_
 #define TXOPS_FUZZ_FUZZ_UTIL_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
@@ -144,12 +145,11 @@ class Session {
     txops::set_compat_mode(flag("cfg", "compat") ? txops::Compat::kCann : txops::Compat::kTxops);
   }
 
-  // An aclrtMalloc block of `bytes` (tracked, freed at the end), filled with a pattern; null when refused.
+  // An aclrtMalloc block of `bytes` (tracked, freed at the end); null when refused. Tensors fill theirs.
   char* block(size_t bytes) {
     void* p = nullptr;
     if (aclrtMalloc(&p, bytes, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) return nullptr;
     blocks_.push_back(p);
-    std::memset(p, 0x3c, bytes);  // fp32 ~0.0115, fp16/bf16 ~1.06: finite everywhere
     return static_cast<char*>(p);
   }
 
@@ -306,6 +306,7 @@ class Session {
     if (r.data != nullptr && data_kind != 4) fill(name, r, ints);
     r.tensor = aclCreateTensor(r.dims.data(), r.dims.size(), r.dtype, r.pass_strides ? r.strides.data() : nullptr,
                                r.offset, r.format, null_storage ? nullptr : r.storage.data(), storage_num, r.data);
+    trace(name, r, storage_num, null_storage);
     if (r.tensor == nullptr) {
       if (aclGetRecentErrMsg()[0] == '\0') die("aclCreateTensor returned NULL without a message");
       return nullptr;
@@ -483,26 +484,10 @@ class Session {
     const int64_t kind = range(0, 2, name, "fill");
     const size_t esize = elem_size(r.dtype);
     const size_t begin = static_cast<size_t>(r.data - r.block);
-    const size_t count = (r.block_bytes - begin) / esize;
-    static const float kSpecial[] = {NAN, INFINITY, -INFINITY, 3e38f, -3e38f, 1e-40f, 0.0f, -0.0f, 65504.0f, 1e5f};
-    for (size_t i = 0; i < count && i < static_cast<size_t>(kMaxElements) * 2; ++i) {
-      const float v = kind == 1 ? kSpecial[i % 10] : kind == 2 ? 0.0f : std::sin(0.37f * static_cast<float>(i)) * 0.9f;
-      char* p = r.data + i * esize;
-      if (r.dtype == ACL_FLOAT) {
-        std::memcpy(p, &v, 4);
-      } else if (r.dtype == ACL_FLOAT16) {
-        const uint16_t h = aclFloatToFloat16(v);
-        std::memcpy(p, &h, 2);
-      } else if (r.dtype == ACL_BF16) {
-        uint32_t u;
-        std::memcpy(&u, &v, 4);
-        const uint16_t h = static_cast<uint16_t>(u >> 16);
-        std::memcpy(p, &h, 2);
-      } else if (r.dtype == ACL_INT32) {
-        const int32_t x = static_cast<int32_t>(i % 7);
-        std::memcpy(p, &x, 4);
-      }
-    }
+    const std::vector<char>& pattern = fill_pattern(r.dtype, kind);  // kPatternElements elements
+    size_t bytes = r.block_bytes - begin;
+    for (size_t at = 0; at < bytes; at += pattern.size())
+      std::memcpy(r.data + at, pattern.data(), std::min(pattern.size(), bytes - at));
     if (ints == nullptr || (r.dtype != ACL_INT32 && r.dtype != ACL_INT64)) return;
     // row-major logical order over the view, written only where the element lies inside the block
     const int rank = static_cast<int>(r.dims.size());
@@ -527,6 +512,57 @@ class Session {
         idx[d] = 0;
       }
     }
+  }
+
+  // kPatternElements elements of `dtype`: ordinary values in [-0.5, 0.5) (kind 0), special values (1), zeros (2);
+  // int32: 0..6. Made once; tensors copy it over their blocks.
+  static constexpr size_t kPatternElements = 4096;
+  static const std::vector<char>& fill_pattern(aclDataType dtype, int64_t kind) {
+    static std::map<std::pair<int, int64_t>, std::vector<char>> cache;
+    std::vector<char>& p = cache[{static_cast<int>(dtype), kind}];
+    if (!p.empty()) return p;
+    const size_t esize = elem_size(dtype);
+    p.assign(kPatternElements * esize, 0);
+    static const float kSpecial[] = {NAN, INFINITY, -INFINITY, 3e38f, -3e38f, 1e-40f, 0.0f, -0.0f, 65504.0f, 1e5f};
+    for (size_t i = 0; i < kPatternElements; ++i) {
+      const float hashed = static_cast<float>((static_cast<uint32_t>(i) * 2654435761u) >> 24) / 256.0f - 0.5f;
+      const float v = kind == 1 ? kSpecial[i % 10] : kind == 2 ? 0.0f : hashed;
+      char* q = p.data() + i * esize;
+      if (dtype == ACL_FLOAT) {
+        std::memcpy(q, &v, 4);
+      } else if (dtype == ACL_FLOAT16) {
+        const uint16_t h = aclFloatToFloat16(v);
+        std::memcpy(q, &h, 2);
+      } else if (dtype == ACL_BF16) {
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        const uint16_t h = static_cast<uint16_t>(u >> 16);
+        std::memcpy(q, &h, 2);
+      } else if (dtype == ACL_INT32) {
+        const int32_t x = static_cast<int32_t>(i % 7);
+        std::memcpy(q, &x, 4);
+      } else {
+        std::memset(q, static_cast<int>(i * 37 + kind), esize);
+      }
+    }
+    return p;
+  }
+
+  // TXFUZZ_TRACE=1: one line per tensor made (for triaging a reproducer).
+  static void trace(const char* name, const TensorRecord& r, uint64_t storage_num, bool null_storage) {
+    static const bool on = std::getenv("TXFUZZ_TRACE") != nullptr;
+    if (!on) return;
+    auto list = [](const std::vector<int64_t>& v) {
+      std::string s = "(";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s + ")";
+    };
+    std::fprintf(stderr, "txfuzz: %s dims %s strides %s%s offset %lld dtype %d format %d storage %s%s num %llu data %s+%lld "
+                 "of a %zu-byte block -> %s\n", name, list(r.dims).c_str(), list(r.strides).c_str(),
+                 r.pass_strides ? "" : " (null)", (long long)r.offset, (int)r.dtype, (int)r.format,
+                 list(r.storage).c_str(), null_storage ? " (null)" : "", (unsigned long long)storage_num,
+                 r.data ? "block" : "null", (long long)(r.data ? r.data - r.block : 0), r.block_bytes,
+                 r.tensor ? "tensor" : aclGetRecentErrMsg());
   }
 
   // The introspection calls give back what creation was given.

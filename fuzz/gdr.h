@@ -26,7 +26,7 @@ struct GdrShape {
 };
 
 // B sequences of 1..max_len tokens (or 0), Nv a multiple of Nk, head dims from `dims`; then shrunk so that one
-// activation and one state stay near kMaxElements.
+// activation and one state stay near kMaxElements and the work near kMaxWork.
 template <size_t N>
 GdrShape decode_gdr_shape(Session& s, int64_t short_len, int64_t long_len, const int64_t (&dims)[N]) {
   GdrShape g;
@@ -42,8 +42,12 @@ GdrShape decode_gdr_shape(Session& s, int64_t short_len, int64_t long_len, const
   g.Dk = s.pick(dims, "shape", "Dk");
   g.Dv = s.pick(dims, "shape", "Dv");
   const int64_t T = std::max<int64_t>(g.T, 1);
+  // elements (one activation, one state) and work (T * Nv * Dk * Dv multiply-adds, ~4 passes) stay small: a
+  // sanitized scalar chunked kernel runs ~1 ns per multiply-add
+  constexpr int64_t kMaxWork = int64_t{1} << 19;
   while (sat_mul(sat_mul(T, g.Nv), std::max(g.Dk, g.Dv)) > kMaxElements ||
-         sat_mul(sat_mul(g.B, g.Nv), sat_mul(g.Dk, g.Dv)) > kMaxElements) {
+         sat_mul(sat_mul(g.B, g.Nv), sat_mul(g.Dk, g.Dv)) > kMaxElements ||
+         sat_mul(sat_mul(T, g.Nv), sat_mul(g.Dk, g.Dv)) > kMaxWork) {
     if (g.Nv > g.Nk) g.Nv -= g.Nk;
     else if (g.Nk > 1) g.Nv = --g.Nk;
     else if (g.Dk >= g.Dv && g.Dk > 1) g.Dk /= 2;

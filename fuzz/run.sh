@@ -46,6 +46,8 @@ for t in "$@"; do
   rc=$?
   wall=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  # -fork=N prints no final stats: the parent's last "#N: cov: ..." line counts the executions of all jobs
+  [ -z "$execs" ] && execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
   cov=$(grep -E '^#[0-9]+' "$log" | grep -o 'cov: [0-9]*' | tail -1 | awk '{print $2}')
   ft=$(grep -E '^#[0-9]+' "$log" | grep -o 'ft: [0-9]*' | tail -1 | awk '{print $2}')
   crashed=0
