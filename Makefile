@@ -102,15 +102,19 @@ test: test-san test-python test-cpp test-tsan
 # The PyTorch peers (bench/README.md) run in the project venv (torch 2.13 CPU; + transformers, for the eager
 # gated-delta-rule peer: bench/requirements-bench.txt), eager and under torch.compile, on the records txops bench
 # wrote; py_bench.py runs the installed package against PyTorch and the same C++ calls. They run even when a
-# txops case failed; the exit status is txops bench's. BENCH_PEERS=eager skips torch.compile (~6 min cold).
+# txops case failed; the exit status is txops bench's. BENCH_PEERS=eager skips torch.compile; the compile peer
+# runs the bf16 cases by default (every suite case, in the dtype the models use: compiling all three dtypes
+# adds ~4 min cold on 2 cores), BENCH_COMPILE_DTYPES=bf16,fp16,fp32 for all.
 BENCH_PEERS ?= eager,compile
+BENCH_COMPILE_DTYPES ?= bf16
 $(VENV)/requirements-bench.txt: bench/requirements-bench.txt $(VENV)/requirements.txt
 	$(VENV)/bin/python -m pip install -qq -r $< -c python/requirements-test.txt
 	cp $< $@
 
 bench: build python $(VENV)/requirements-bench.txt
 	@status=0; $(BUILD)/txops bench --json $(BUILD)/bench.json || status=$$?; \
-	$(VENV)/bin/python bench/torch_rope.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
+	$(VENV)/bin/python bench/torch_rope.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) \
+	  --compile-dtypes $(BENCH_COMPILE_DTYPES) || status=1; \
 	$(VENV)/bin/python bench/torch_gdr.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
 	$(VENV)/bin/python bench/py_bench.py || status=1; \
 	exit $$status

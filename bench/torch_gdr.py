@@ -381,8 +381,8 @@ def timed_case(rec, peers, args):
 def main():
     args = tc.parse_args(__doc__.splitlines()[1], extra=[
         ("--full", dict(action="store_true", help="always time PyTorch prefill on all heads (slow)")),
-        ("--full-limit-s", dict(type=float, default=15.0,
-                                help="time all heads when the estimate per call is at most this (default 15)"))])
+        ("--full-limit-s", dict(type=float, default=2.0,
+                                help="time all heads when the estimate per call is at most this (default 2)"))])
     peers = tc.peers_wanted(args)
     compile_dtypes = set(args.compile_dtypes.split(","))
     if "compile" in peers:
