@@ -97,7 +97,10 @@ test-python: python $(VENV_NP1)/requirements.txt
 	$(VENV_NP1)/bin/python -m pip install -qq --no-deps --force-reinstall $(PY_BUILD)/dist/txops-*.whl
 	TXOPS_TEST_INSTALLED=1 $(VENV_NP1)/bin/python -m pytest -q python/tests/test_numpy.py python/tests/test_docs.py
 
-test: test-san test-python test-cpp test-tsan
+# make test includes a short fuzz pass: every target for TEST_FUZZ_SECONDS on its seed corpus (the long run is
+# `make fuzz FUZZ_SECONDS=N`, fuzz/README.md).
+TEST_FUZZ_SECONDS ?= 20
+test: test-san test-python test-cpp test-tsan test-fuzz
 
 # The PyTorch peers (bench/README.md) run in the project venv (torch 2.13 CPU; + transformers, for the eager
 # gated-delta-rule peer: bench/requirements-bench.txt), eager and under torch.compile, on the records txops bench
@@ -147,7 +150,7 @@ FUZZ_APT_PACKAGES := cmake make pkg-config libhwy-dev libomp-dev clang libclang-
 FUZZ_CMAKE := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
               -DTXOPS_BUILD_FUZZERS=ON -DTXOPS_BUILD_TESTS=OFF -DTXOPS_BUILD_TOOLS=OFF -DTXOPS_BUILD_PYTHON=OFF
 
-.PHONY: fuzz fuzz-deps fuzz-build fuzz-seeds fuzz-plant-check
+.PHONY: fuzz test-fuzz fuzz-deps fuzz-build fuzz-seeds fuzz-plant-check
 
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(FUZZ_APT_PACKAGES)"
@@ -158,6 +161,9 @@ fuzz-build: fuzz-deps
 
 fuzz: fuzz-build
 	@fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+test-fuzz: fuzz-build
+	@fuzz/run.sh $(FUZZ_BUILD) $(TEST_FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-seeds: fuzz-build
 	$(FUZZ_BUILD)/fuzz/fuzz_seed_gen fuzz/corpus
