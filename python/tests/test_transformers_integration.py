@@ -300,3 +300,20 @@ def test_docstring_examples(stock):
     import doctest
     failures, tried = doctest.testmod(tx, optionflags=doctest.NORMALIZE_WHITESPACE, report=True)
     assert tried > 0 and failures == 0
+
+
+def test_example_script(stock, monkeypatch, capsys):
+    """examples/qwen3_next_transformers.py runs (in process, tiny arguments) and reports the same tokens."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        "qwen3_next_transformers.py")
+    spec = importlib.util.spec_from_file_location("qwen3_next_transformers_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.setattr(sys, "argv", [path, "--tiny", "--prompt", "16", "--new-tokens", "2"])
+    threads = txops.num_threads()
+    assert example.main() == 0
+    assert "same tokens as stock transformers" in capsys.readouterr().out
+    assert not tx.is_enabled() and txops.num_threads() == threads
