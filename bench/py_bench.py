@@ -10,8 +10,8 @@ table gives minimum times and the ratio torch/txops (> 1: txops faster).
 Overhead: for decode-sized calls, the time of one call from Python (torch and numpy) minus the time of the same
 C++ API call (txops::xxx, timed in a C++ loop inside the extension module), i.e. what the binding adds.
 
-Large call: llama3-8b-train apply_rotary_pos_emb_grad from Python (out=, and fresh outputs with the tuned heap
-and with glibc's defaults) against the same C++ API call looped inside the extension, alternating, same process.
+Large call: llama3-8b-train apply_rotary_pos_emb_grad from Python (out=, and fresh outputs) against the same
+C++ API call looped inside the extension, alternating, same process, with page faults per call.
 
 Run: .venv/bin/python bench/py_bench.py [--quick] [--threads N] [--dtype bf16] [--suite S] [--no-overhead]
 (the installed txops; PYTHONPATH=python for the source tree's. The script re-executes itself with
@@ -210,24 +210,6 @@ def overhead_pair(fn, runs=60):
 
 
 # ---- a large call: Python against C++ in the same process ------------------------------------------------------
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4
-
-
-def _glibc_defaults(on):
-    """Switches glibc's allocator between its defaults (large blocks mmapped, freed memory handed back to the
-    kernel: every fresh large tensor is new memory) and the tuned settings this process started with."""
-    import ctypes
-    libc = ctypes.CDLL(None)
-    if on:
-        libc.mallopt(M_MMAP_MAX, 65536)
-        libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)
-        libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)
-    else:
-        libc.mallopt(M_MMAP_MAX, int(tc.TUNED_ENV["MALLOC_MMAP_MAX_"]))
-        libc.mallopt(M_TRIM_THRESHOLD, int(tc.TUNED_ENV["MALLOC_TRIM_THRESHOLD_"]) if
-                     int(tc.TUNED_ENV["MALLOC_TRIM_THRESHOLD_"]) < 2 ** 31 else 2 ** 31 - 1)
-
-
 def _faults():
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -236,9 +218,9 @@ def _faults():
 def large_call_report(dtype, threads, rounds):
     """llama3-8b-train apply_rotary_pos_emb_grad without q/k (64 + 16 MiB of bf16 outputs): the C++ API call
     (looped inside the extension, outputs preallocated as `txops bench` has them), the Python call with out=,
-    the Python call allocating its outputs (tuned heap: the freed outputs of the previous call are reused), and
-    the same with glibc's default settings (every call's outputs are new memory). Alternating, best of
-    `rounds`; minor page faults per call beside each."""
+    and the Python call allocating its outputs (whether those are new memory to fault in depends on the
+    allocator's state: up to ~16k minor page faults per call). Alternating, best of `rounds`; the most minor
+    page faults of one call beside each."""
     S = 8192
     gq, gk = uniform((1, S, 32, 128), dtype, 3), uniform((1, S, 8, 128), dtype, 4)
     cos, sin = rope_table(1, S, 1, 128, dtype)
@@ -264,7 +246,7 @@ def large_call_report(dtype, threads, rounds):
     def py_fresh():
         txops.apply_rotary_pos_emb_grad(gq, gk, cos, sin)
 
-    best = {k: math.inf for k in ("cpp", "out", "fresh", "cpp_default", "fresh_default")}
+    best = {k: math.inf for k in ("cpp", "out", "fresh")}
     faults = dict.fromkeys(best, 0)
 
     def timed(name, fn):
@@ -272,31 +254,21 @@ def large_call_report(dtype, threads, rounds):
         t0 = time.perf_counter()
         fn()
         best[name] = min(best[name], time.perf_counter() - t0)
-        faults[name] = _faults() - f0
+        faults[name] = max(faults[name], _faults() - f0)
 
     py_fresh()
     py_out()
-    for _ in range(rounds):  # the tuned heap (this process's settings)
+    for _ in range(rounds):
         best["cpp"] = min(best["cpp"], cpp())
         timed("out", py_out)
         timed("fresh", py_fresh)
-    _glibc_defaults(True)  # then glibc's defaults: switched once, so that the heap states do not mix
-    try:
-        py_fresh()
-        for _ in range(rounds):
-            best["cpp_default"] = min(best["cpp_default"], cpp())
-            timed("fresh_default", py_fresh)
-    finally:
-        _glibc_defaults(False)
     print(f"# a large call from Python vs the same C++ API call, same process ({threads} txops thread(s), "
-          f"{str(dtype).replace('torch.', '')}, best of {rounds} alternating rounds; faults = minor page faults "
-          "in the last round's call)")
+          f"{str(dtype).replace('torch.', '')}, best of {rounds} alternating rounds; faults = the most minor page "
+          "faults of one call)")
     print(f"{'llama3-8b-train apply_rotary_pos_emb_grad no_qk':<50} {'ms':>9} {'vs C++':>8} {'faults':>8}")
     rows = [("C++ API call (outputs preallocated)", "cpp", "cpp"),
             ("Python, out= (outputs preallocated)" + ("" if has_out else " [extension]"), "out", "cpp"),
-            ("Python, fresh outputs, tuned heap", "fresh", "cpp"),
-            ("C++ API call, glibc defaults", "cpp_default", "cpp_default"),
-            ("Python, fresh outputs, glibc defaults", "fresh_default", "cpp_default")]
+            ("Python, fresh outputs (torch.empty per call)", "fresh", "cpp")]
     for label, key, ref in rows:
         extra = "" if key == ref else f"{(best[key] / best[ref] - 1) * 100:+7.1f}%"
         shown = "" if key.startswith("cpp") else faults[key]

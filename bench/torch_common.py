@@ -10,10 +10,11 @@ import os
 import sys
 import time
 
-# MALLOC_MMAP_MAX_=0 + MALLOC_TRIM_THRESHOLD_: glibc serves every allocation from its heap and never hands
-# freed memory back to the kernel, so a fresh tensor of a size seen before reuses pages that are already mapped
-# (no first-touch page faults: on this VM ~16k faults cost 30-130 ms for a 64 MiB output). It is what a user
-# gets from jemalloc/tcmalloc, and PyTorch's best configuration here; the txops side gets the same process.
+# MALLOC_MMAP_MAX_=0 + MALLOC_TRIM_THRESHOLD_: glibc serves allocations from its heap and does not trim freed
+# memory back to the kernel, so a fresh tensor of a size seen before can reuse pages already mapped instead of
+# faulting in new ones (glibc's defaults mmap a 64 MiB block and munmap it on free: ~16k minor faults per fresh
+# 64 MiB output, 30-220 ms on this VM). Whether it does still depends on the heap's state (both seen), which is
+# why the txops side is timed with preallocated outputs (out=), as `txops bench` and the C++ API have them.
 TUNED_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40), "OPENBLAS_NUM_THREADS": "1"}
 
 
