@@ -45,6 +45,8 @@ def transformers_functions():
         return None, None
     chunk = inspect.unwrap(m.torch_chunk_gated_delta_rule)
     recurrent = inspect.unwrap(m.torch_recurrent_gated_delta_rule)
+    if not all(f.__module__ == m.__name__ for f in (chunk, recurrent)):
+        return None, None  # replaced (txops.integrations.transformers.enable()): not the PyTorch peer any more
     return chunk, recurrent
 
 
