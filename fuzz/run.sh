@@ -7,7 +7,8 @@
 #
 #   fuzz/run.sh [--expect-crash] BUILD_DIR SECONDS TARGET...
 # Exit status: 1 when a target crashed (or, with --expect-crash, when one did not: the plant check), else 0.
-# Environment: FUZZ_FLAGS (more libFuzzer flags), FUZZ_TIMEOUT (seconds per input, 20), FUZZ_MAX_LEN (1024).
+# Environment: FUZZ_FLAGS (more libFuzzer flags), FUZZ_TIMEOUT (seconds per input, 20), FUZZ_MAX_LEN (1024),
+# FUZZ_WORK (the corpus/log/artifact folder instead of BUILD_DIR/fuzz-work).
 set -u
 expect_crash=0
 if [ "${1:-}" = "--expect-crash" ]; then
@@ -22,7 +23,7 @@ build=$(cd "$1" && pwd)
 secs=$2
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
-work=$build/fuzz-work
+work=${FUZZ_WORK:-$build/fuzz-work}
 mkdir -p "$work/logs"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

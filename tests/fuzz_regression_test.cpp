@@ -3,7 +3,10 @@
 // sanitizer build, make test-san, which is where the fuzzers saw them), except where a test says it guards.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -121,6 +124,59 @@ TEST(FuzzRegression, MisalignedDataIsRefusedInPhaseOne) {
       << st.message();
   aclrtFree(block);
   aclrtFree(cs);
+}
+
+// --- fuzz_chunk_gated_delta_rule: a NaN gate on the scalar chunked kernel --------------------------------------
+// The chunked kernel forms exp(G_i - G_j) with Highway's Exp, whose SCALAR version converts its argument to int:
+// a NaN in g (any caller data) was a NaN-to-int conversion, undefined behaviour (UBSan). NaN now maps to NaN.
+TEST(FuzzRegression, ChunkedKernelScalarNaNGate) {
+  const int64_t T = 8, D = 16;
+  std::vector<float> q = ramp(T * D, 1.0f), k = ramp(T * D, 0.8f), v = ramp(T * D, 1.2f), beta(T, 0.5f), g(T, -0.1f);
+  std::vector<float> s0(D * D, 0.0f), s1(D * D), out(T * D);
+  std::vector<int32_t> lens = {static_cast<int32_t>(T)};
+  g[3] = NAN;
+  setenv("TXOPS_GDR_KERNEL", "chunked", 1);
+  txops::set_max_isa(txops::Isa::kScalar);
+  const TensorView gv(g.data(), DType::kF32, {T, 1});
+  const Status st = txops::chunk_gated_delta_rule(
+      TensorView(q.data(), DType::kF32, {T, 1, D}), TensorView(k.data(), DType::kF32, {T, 1, D}),
+      TensorView(v.data(), DType::kF32, {T, 1, D}), TensorView(beta.data(), DType::kF32, {T, 1}),
+      TensorView(s0.data(), DType::kF32, {1, 1, D, D}), TensorView(lens.data(), DType::kI32, {1}), &gv, 0.25f,
+      TensorView(out.data(), DType::kF32, {T, 1, D}), TensorView(s1.data(), DType::kF32, {1, 1, D, D}));
+  txops::set_max_isa(txops::Isa::kAvx512);
+  unsetenv("TXOPS_GDR_KERNEL");
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(std::isnan(out[(T - 1) * D])) << "the NaN gate propagates";
+}
+
+// --- fuzz_recurrent_gated_delta_rule: the start-state snapshot of a pool with a negative stride ------------------
+// Decode with conflicting slots copies the start states first (GdrSnapshot); its byte offsets were
+// (r * stride + c * stride) * size_t: a negative stride became a wrapping unsigned offset (UBSan pointer overflow).
+TEST(FuzzRegression, DecodeSnapshotOfANegativeStridePool) {
+  const int64_t T = 2, D = 16, slots = 2;
+  std::vector<float> q = ramp(T * D, 1.0f), k = ramp(T * D, 0.8f), v = ramp(T * D, 1.2f), beta(T, 0.5f);
+  std::vector<int32_t> lens = {static_cast<int32_t>(T)}, idx = {0, 0};  // both tokens write slot 0: a conflict
+  std::vector<float> pool = ramp(slots * D * D, 0.3f), flipped(pool.size()), out(T * D), out_flipped(T * D);
+  for (int64_t s = 0; s < slots; ++s)  // the same logical pool, each row stored reversed
+    for (int64_t r = 0; r < D; ++r)
+      for (int64_t c = 0; c < D; ++c) flipped[(s * D + r) * D + (D - 1 - c)] = pool[(s * D + r) * D + c];
+  auto run = [&](float* state, const std::vector<int64_t>& strides, std::vector<float>* o) {
+    const TensorView sv(state, DType::kF32, {slots, 1, D, D}, {strides[0], strides[1], strides[2], strides[3]});
+    return txops::recurrent_gated_delta_rule(
+        TensorView(q.data(), DType::kF32, {T, 1, D}), TensorView(k.data(), DType::kF32, {T, 1, D}),
+        TensorView(v.data(), DType::kF32, {T, 1, D}), TensorView(beta.data(), DType::kF32, {T, 1}), sv,
+        TensorView(lens.data(), DType::kI32, {1}), TensorView(idx.data(), DType::kI32, {T}), nullptr, nullptr,
+        nullptr, 0.25f, TensorView(o->data(), DType::kF32, {T, 1, D}));
+  };
+  Status st = run(pool.data(), {D * D, D * D, D, 1}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  st = run(flipped.data() + (D - 1), {D * D, D * D, D, -1}, &out_flipped);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(out, out_flipped);
+  for (int64_t s = 0; s < slots; ++s)
+    for (int64_t r = 0; r < D; ++r)
+      for (int64_t c = 0; c < D; ++c)
+        ASSERT_EQ(flipped[(s * D + r) * D + (D - 1 - c)], pool[(s * D + r) * D + c]) << s << " " << r << " " << c;
 }
 
 }  // namespace

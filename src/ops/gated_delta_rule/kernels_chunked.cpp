@@ -195,7 +195,14 @@ void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, 
     float* pr = gram + (n + i) * C;
     const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
     for (int64_t j = 0; j < np; j += N) {
-      const VF gamma = hn::Exp(df, hn::LoadU(df, s.diff + j));
+      VF d = hn::LoadU(df, s.diff + j);
+#if HWY_TARGET == HWY_SCALAR  // Highway's scalar Exp converts its argument to int: a NaN gate (g) would be UB
+      const auto nan = hn::IsNaN(d);
+      d = hn::IfThenZeroElse(nan, d);
+      const VF gamma = hn::IfThenElse(nan, hn::Set(df, NAN), hn::Exp(df, d));
+#else
+      const VF gamma = hn::Exp(df, d);
+#endif
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       const VF ka = hn::LoadU(df, raw + i * C + j), qk = hn::LoadU(df, raw + (n + i) * C + j);

@@ -725,7 +725,8 @@ void GdrRunItems(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch
 
 void GdrSnapshot(const GdrPlan& plan, int64_t begin, int64_t end, void* snapshot) {
   const GdrProblem& p = plan.problem;
-  const size_t elem = dtype_size(p.state_in.dtype);
+  // signed: strides may be negative (a size_t factor would turn the offset into a wrapping unsigned one)
+  const int64_t elem = static_cast<int64_t>(dtype_size(p.state_in.dtype));
   for (int64_t item = begin; item < end; ++item) {
     const int64_t b = item / p.num_value_heads, h = item % p.num_value_heads;
     if (p.read_slot[b] < 0) continue;
@@ -735,7 +736,7 @@ void GdrSnapshot(const GdrPlan& plan, int64_t begin, int64_t end, void* snapshot
     for (int64_t r = 0; r < p.value_dim; ++r)
       for (int64_t c = 0; c < p.key_dim; ++c)
         std::memcpy(dst + (r * p.key_dim + c) * elem, src + (r * p.state_in.strides[2] + c * p.state_in.strides[3]) * elem,
-                    elem);
+                    static_cast<size_t>(elem));
   }
 }
 
