@@ -160,6 +160,24 @@ TXOPS_CPP_API Status recurrent_gated_delta_rule(const TensorView& query, const T
                                                 const TensorView* gk, const TensorView* num_accepted_tokens,
                                                 float scale, const TensorView& out);
 
+// Backward of chunk_gated_delta_rule (a txops extension; CANN has none): the gradients of
+// L = Σ grad_out ⊙ out + Σ grad_final_state ⊙ final_state. Arguments: the forward's inputs in the forward's order
+// (query, key, value, beta, initial_state, actual_seq_lengths, g, scale), then the incoming gradients
+// grad_out (T, Nv, Dv) (activation dtype) and grad_final_state (B, Nv, Dv, Dk) (state dtype, or null = zero), then
+// the gradients written, in the order of the inputs they belong to: grad_query, grad_key (T, Nk, Dk) — summed over
+// the value heads sharing each key head — grad_value (T, Nv, Dv), grad_beta (T, Nv) (activation dtype), grad_g
+// (T, Nv) fp32 (null: not computed; must be null when g is), grad_initial_state (B, Nv, Dv, Dk) (state dtype; may
+// be grad_final_state itself).
+TXOPS_CPP_API Status chunk_gated_delta_rule_grad(const TensorView& query, const TensorView& key,
+                                                 const TensorView& value, const TensorView& beta,
+                                                 const TensorView& initial_state,
+                                                 const TensorView& actual_seq_lengths, const TensorView* g,
+                                                 float scale, const TensorView& grad_out,
+                                                 const TensorView* grad_final_state, const TensorView& grad_query,
+                                                 const TensorView& grad_key, const TensorView& grad_value,
+                                                 const TensorView& grad_beta, const TensorView* grad_g,
+                                                 const TensorView& grad_initial_state);
+
 }  // namespace txops
 
 #endif  // TXOPS_TXOPS_H_

@@ -11,6 +11,7 @@
 #include "core/view_checks.h"
 #include "core/view_extent.h"
 #include "ops/gated_delta_rule/args.h"
+#include "ops/gated_delta_rule/backward.h"
 
 namespace txops {
 namespace {
@@ -156,14 +157,16 @@ Status check_lengths(StatusCode shape_code, const TensorView& lengths, GdrProble
 using NamedView = std::pair<const TensorView*, const char*>;  // a null view: an optional tensor not given
 
 // Each output writable (no element written twice), disjoint from the other outputs and from every input; the one
-// exception is `alias_out` being exactly `alias_in` (an in-place state).
+// exception is `alias_out` being exactly `alias_in` (an in-place state). A null output is an optional one not given.
 Status check_outputs(std::initializer_list<NamedView> outputs, std::initializer_list<NamedView> inputs,
                      const TensorView* alias_out, const TensorView* alias_in) {
   Status st;
   for (const NamedView& o : outputs) {
+    if (o.first == nullptr) continue;
     if (!(st = check_writable(*o.first, o.second)).ok()) return st;
     for (const NamedView& other : outputs)
-      if (other.first != o.first && !(st = check_no_overlap(*o.first, o.second, *other.first, other.second, false)).ok())
+      if (other.first != nullptr && other.first != o.first &&
+          !(st = check_no_overlap(*o.first, o.second, *other.first, other.second, false)).ok())
         return st;
     for (const NamedView& in : inputs) {
       if (in.first == nullptr) continue;
@@ -331,6 +334,118 @@ Status validate_recurrent_gated_delta_rule(const TensorView& query, const Tensor
   if (g) p->g = *g;
   p->has_gk = gk != nullptr;
   if (gk) p->gk = *gk;
+  return Status();
+}
+
+// The backward of the prefill operator (txops extension): the forward's rules on the forward's inputs, then the
+// incoming gradients and the gradients written, with the same codes (null 161001, dtype 161002, shapes 561002,
+// lengths 161002, output rules 161002).
+Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const TensorView& key, const TensorView& value,
+                                            const TensorView& beta, const TensorView& initial_state,
+                                            const TensorView& actual_seq_lengths, const TensorView* g, float scale,
+                                            const TensorView& grad_out, const TensorView* grad_final_state,
+                                            const TensorView& grad_query, const TensorView& grad_key,
+                                            const TensorView& grad_value, const TensorView& grad_beta,
+                                            const TensorView* grad_g, const TensorView& grad_initial_state,
+                                            GdrGradProblem* gp) {
+  const StatusCode shape = StatusCode::kTilingError;
+  GdrProblem* p = &gp->fwd;
+  Status st;
+  const NamedView required[] = {{&query, "query"},
+                                {&key, "key"},
+                                {&value, "value"},
+                                {&beta, "beta"},
+                                {&initial_state, "initialState"},
+                                {&actual_seq_lengths, "actualSeqLengths"},
+                                {&grad_out, "gradOut"},
+                                {&grad_query, "gradQuery"},
+                                {&grad_key, "gradKey"},
+                                {&grad_value, "gradValue"},
+                                {&grad_beta, "gradBeta"},
+                                {&grad_initial_state, "gradInitialState"}};
+  for (const auto& r : required)
+    if (!(st = require_data(*r.first, r.second)).ok()) return st;
+  if (g && !(st = require_data(*g, "gOptional")).ok()) return st;
+  if (grad_final_state && !(st = require_data(*grad_final_state, "gradFinalStateOptional")).ok()) return st;
+  if (grad_g && !(st = require_data(*grad_g, "gradGOptional")).ok()) return st;
+
+  if (!(st = require_activation_dtype(query, "query")).ok()) return st;
+  const NamedView same_as_query[] = {{&key, "key"},           {&value, "value"},         {&beta, "beta"},
+                                     {&grad_out, "gradOut"},  {&grad_query, "gradQuery"}, {&grad_key, "gradKey"},
+                                     {&grad_value, "gradValue"}, {&grad_beta, "gradBeta"}};
+  for (const auto& r : same_as_query)
+    if (!(st = require_same_dtype(*r.first, r.second, query, "query")).ok()) return st;
+  if (!(st = require_state_dtype(initial_state, "initialState")).ok()) return st;
+  if (grad_final_state &&
+      !(st = require_same_dtype(*grad_final_state, "gradFinalStateOptional", initial_state, "initialState")).ok())
+    return st;
+  if (!(st = require_same_dtype(grad_initial_state, "gradInitialState", initial_state, "initialState")).ok())
+    return st;
+  if (!(st = require_dtype(actual_seq_lengths, "actualSeqLengths", DType::kI32)).ok()) return st;
+  if (g && !(st = require_dtype(*g, "gOptional", DType::kF32)).ok()) return st;
+  if (grad_g && !g)
+    return fail(StatusCode::kParamInvalid,
+                "gradGOptional must be null when gOptional is null, got a tensor of dtype %s",
+                dtype_name(grad_g->dtype));
+  if (grad_g && !(st = require_dtype(*grad_g, "gradGOptional", DType::kF32)).ok()) return st;
+
+  p->decode = false;
+  p->scale = scale;
+  if (!(st = check_sizes(shape, false, query, value, p)).ok()) return st;
+  const int64_t T = p->num_tokens, Nk = p->num_key_heads, Nv = p->num_value_heads, Dk = p->key_dim,
+                Dv = p->value_dim;
+  st = require_shape(shape, key, "key", "(T, Nk, Dk)", {T, Nk, Dk});
+  if (st.ok()) st = require_shape(shape, beta, "beta", "(T, Nv)", {T, Nv});
+  if (st.ok() && g) st = require_shape(shape, *g, "gOptional", "(T, Nv)", {T, Nv});
+  if (st.ok()) st = require_shape(shape, grad_out, "gradOut", "(T, Nv, Dv)", {T, Nv, Dv});
+  if (st.ok()) st = require_shape(shape, grad_query, "gradQuery", "(T, Nk, Dk)", {T, Nk, Dk});
+  if (st.ok()) st = require_shape(shape, grad_key, "gradKey", "(T, Nk, Dk)", {T, Nk, Dk});
+  if (st.ok()) st = require_shape(shape, grad_value, "gradValue", "(T, Nv, Dv)", {T, Nv, Dv});
+  if (st.ok()) st = require_shape(shape, grad_beta, "gradBeta", "(T, Nv)", {T, Nv});
+  if (st.ok() && grad_g) st = require_shape(shape, *grad_g, "gradGOptional", "(T, Nv)", {T, Nv});
+  if (!st.ok()) return st;
+  if (!(st = check_lengths(shape, actual_seq_lengths, p)).ok()) return st;
+  const int64_t B = p->batch;
+  st = require_shape(shape, initial_state, "initialState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk});
+  if (st.ok() && grad_final_state)
+    st = require_shape(shape, *grad_final_state, "gradFinalStateOptional", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk});
+  if (st.ok()) st = require_shape(shape, grad_initial_state, "gradInitialState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk});
+  if (!st.ok()) return st;
+
+  // The gradients are written: no broadcast dims, no overlap with each other or the inputs, except that
+  // gradInitialState may be gradFinalStateOptional itself (each item reads it before it writes it).
+  if (!(st = check_outputs({{&grad_initial_state, "gradInitialState"},
+                            {&grad_query, "gradQuery"},
+                            {&grad_key, "gradKey"},
+                            {&grad_value, "gradValue"},
+                            {&grad_beta, "gradBeta"},
+                            {grad_g, "gradGOptional"}},
+                           {{&query, "query"},
+                            {&key, "key"},
+                            {&value, "value"},
+                            {&beta, "beta"},
+                            {g, "gOptional"},
+                            {&initial_state, "initialState"},
+                            {&actual_seq_lengths, "actualSeqLengths"},
+                            {&grad_out, "gradOut"},
+                            {grad_final_state, "gradFinalStateOptional"}},
+                           &grad_initial_state, grad_final_state))
+           .ok())
+    return st;
+
+  p->query = query, p->key = key, p->value = value, p->beta = beta;
+  p->state_in = initial_state;
+  p->has_g = g != nullptr;
+  if (g) p->g = *g;
+  p->read_slot.resize(B);
+  for (int64_t b = 0; b < B; ++b) p->read_slot[b] = b;
+  gp->grad_out = grad_out;
+  gp->has_grad_final_state = grad_final_state != nullptr;
+  if (grad_final_state) gp->grad_final_state = *grad_final_state;
+  gp->grad_query = grad_query, gp->grad_key = grad_key, gp->grad_value = grad_value, gp->grad_beta = grad_beta;
+  gp->has_grad_g = grad_g != nullptr;
+  if (grad_g) gp->grad_g = *grad_g;
+  gp->grad_initial_state = grad_initial_state;
   return Status();
 }
 

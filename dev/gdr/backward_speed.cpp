@@ -1,0 +1,91 @@
+// dev/gdr/backward_speed.cpp — throwaway: the backward (txops::chunk_gated_delta_rule_grad) against the forward
+// (txops::chunk_gated_delta_rule) on one Qwen3-Next-like shape: one sequence of T tokens, Nk = 16, Nv = 32,
+// Dk = Dv = 128, bf16 activations, fp32 state, g present; wall-clock best of `reps` alternating runs, for each
+// thread count given. Prints each time, the ratio, and the backward's workspace.
+// Usage: BUILD_DIR=build-bwd dev/gdr/build.sh backward_speed; build-bwd/dev_backward_speed [T] [reps] [threads...]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "txops/txops.h"
+
+using namespace txops;
+
+struct Buf {
+  Buf(DType d, std::vector<int64_t> s) : dtype(d), shape(std::move(s)) {
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    bytes.assign(n * dtype_size(d), 0);
+  }
+  TensorView view() { return TensorView::make(bytes.data(), dtype, static_cast<int32_t>(shape.size()), shape.data(), nullptr); }
+  int64_t numel() const { return static_cast<int64_t>(bytes.size() / dtype_size(dtype)); }
+  void fill(std::mt19937& rng, double lo, double hi) {
+    std::uniform_real_distribution<double> u(lo, hi);
+    for (int64_t i = 0; i < numel(); ++i) store_f32(bytes.data(), dtype, i, static_cast<float>(u(rng)));
+  }
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+static double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int main(int argc, char** argv) {
+  const int64_t T = argc > 1 ? std::atoll(argv[1]) : 8192;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
+  std::vector<int> thread_counts;
+  for (int i = 3; i < argc; ++i) thread_counts.push_back(std::atoi(argv[i]));
+  if (thread_counts.empty()) thread_counts = {1, 2};
+  const int64_t Nk = 16, Nv = 32, D = 128;
+  const DType act = DType::kBF16, st = DType::kF32;
+  std::mt19937 rng(1);
+  Buf q(act, {T, Nk, D}), k(act, {T, Nk, D}), v(act, {T, Nv, D}), beta(act, {T, Nv}), g(DType::kF32, {T, Nv});
+  Buf s0(st, {1, Nv, D, D}), lens(DType::kI32, {1}), out(act, {T, Nv, D}), fin(st, {1, Nv, D, D});
+  Buf d_out(act, {T, Nv, D}), d_fin(st, {1, Nv, D, D}), dq(act, {T, Nk, D}), dk(act, {T, Nk, D}),
+      dv(act, {T, Nv, D}), db(act, {T, Nv}), dg(DType::kF32, {T, Nv}), ds0(st, {1, Nv, D, D});
+  // q, k rows of norm ~1 (uniform entries scaled), g <= 0, 0 < beta < 1.
+  const double r = std::sqrt(3.0 / D);
+  q.fill(rng, -r, r), k.fill(rng, -r, r), v.fill(rng, -1, 1), beta.fill(rng, 0.1, 0.9), g.fill(rng, -0.5, -0.01);
+  s0.fill(rng, -0.1, 0.1), d_out.fill(rng, -1, 1), d_fin.fill(rng, -0.1, 0.1);
+  reinterpret_cast<int32_t*>(lens.bytes.data())[0] = static_cast<int32_t>(T);
+  const TensorView gv = g.view(), dfv = d_fin.view(), dgv = dg.view();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  auto forward = [&] {
+    Status s = chunk_gated_delta_rule(q.view(), k.view(), v.view(), beta.view(), s0.view(), lens.view(), &gv, scale,
+                                      out.view(), fin.view());
+    if (!s.ok()) std::fprintf(stderr, "%s\n", s.message().c_str()), std::exit(1);
+  };
+  auto backward = [&] {
+    Status s = chunk_gated_delta_rule_grad(q.view(), k.view(), v.view(), beta.view(), s0.view(), lens.view(), &gv,
+                                           scale, d_out.view(), &dfv, dq.view(), dk.view(), dv.view(), db.view(),
+                                           &dgv, ds0.view());
+    if (!s.ok()) std::fprintf(stderr, "%s\n", s.message().c_str()), std::exit(1);
+  };
+  std::printf("T=%lld B=1 Nk=%lld Nv=%lld Dk=Dv=%lld bf16 state=fp32 g isa=%s\n", static_cast<long long>(T),
+              static_cast<long long>(Nk), static_cast<long long>(Nv), static_cast<long long>(D), isa_name(active_isa()));
+  for (int threads : thread_counts) {
+    set_num_threads(threads);
+    forward(), backward();  // warm-up (workspace allocation, pages)
+    double best_f = 1e30, best_b = 1e30;
+    for (int i = 0; i < reps; ++i) {
+      double t0 = now();
+      forward();
+      best_f = std::min(best_f, now() - t0);
+      t0 = now();
+      backward();
+      best_b = std::min(best_b, now() - t0);
+    }
+    const double flops = 6.0 * D * D * T * Nv;  // the forward's counted FLOPs
+    std::printf("threads=%d forward %.1f ms (%.1f GFLOP/s counted)  backward %.1f ms  ratio %.2f\n", threads,
+                best_f * 1e3, flops / best_f * 1e-9, best_b * 1e3, best_b / best_f);
+    std::fflush(stdout);
+  }
+  return 0;
+}

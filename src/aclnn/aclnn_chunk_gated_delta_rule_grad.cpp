@@ -1,0 +1,50 @@
+// aclnn_chunk_gated_delta_rule_grad.cpp — aclnnChunkGatedDeltaRuleGrad (txops extension, the backward of
+// aclnnChunkGatedDeltaRule): aclTensor -> TensorView (optional tensors may be null), then the backward's phase one.
+#include "aclnnop/aclnn_chunk_gated_delta_rule_grad.h"
+
+#include "core/executor.h"
+#include "ops/gated_delta_rule/backward.h"
+#include "runtime/acl_tensor.h"
+
+using namespace txops;
+
+static constexpr const char* kChunkGrad = "aclnnChunkGatedDeltaRuleGrad";
+
+aclnnStatus aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(
+    const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* beta,
+    const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
+    const aclTensor* gradOut, const aclTensor* gradFinalStateOptional, aclTensor* gradQuery, aclTensor* gradKey,
+    aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional, aclTensor* gradInitialState,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  TensorView q, k, v, b, s0, lens, g, d_out, d_final, dq, dk, dv, db, dg, ds0;
+  bool has_g = false, has_final = false, has_dg = false;
+  Status st = tensor_to_view(query, "query", &q);
+  if (st.ok()) st = tensor_to_view(key, "key", &k);
+  if (st.ok()) st = tensor_to_view(value, "value", &v);
+  if (st.ok()) st = tensor_to_view(beta, "beta", &b);
+  if (st.ok()) st = tensor_to_view(initialState, "initialState", &s0);
+  if (st.ok()) st = tensor_to_view(actualSeqLengths, "actualSeqLengths", &lens);
+  if (st.ok()) st = optional_tensor_to_view(gOptional, "gOptional", &g, &has_g);
+  if (st.ok()) st = tensor_to_view(gradOut, "gradOut", &d_out);
+  if (st.ok()) st = optional_tensor_to_view(gradFinalStateOptional, "gradFinalStateOptional", &d_final, &has_final);
+  if (st.ok()) st = tensor_to_view(gradQuery, "gradQuery", &dq);
+  if (st.ok()) st = tensor_to_view(gradKey, "gradKey", &dk);
+  if (st.ok()) st = tensor_to_view(gradValue, "gradValue", &dv);
+  if (st.ok()) st = tensor_to_view(gradBeta, "gradBeta", &db);
+  if (st.ok()) st = optional_tensor_to_view(gradGOptional, "gradGOptional", &dg, &has_dg);
+  if (st.ok()) st = tensor_to_view(gradInitialState, "gradInitialState", &ds0);
+  if (st.ok()) st = check_phase_one_outputs(workspaceSize, executor);
+  PreparedOp op;
+  if (st.ok()) {
+    st = prepare_chunk_gated_delta_rule_grad(q, k, v, b, s0, lens, has_g ? &g : nullptr, scaleValue, d_out,
+                                             has_final ? &d_final : nullptr, dq, dk, dv, db,
+                                             has_dg ? &dg : nullptr, ds0, &op);
+  }
+  if (!st.ok()) return report(kChunkGrad, st);
+  return make_executor(kChunkGrad, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
+}
+
+aclnnStatus aclnnChunkGatedDeltaRuleGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                         aclrtStream /*stream*/) {
+  return run_executor(kChunkGrad, workspace, workspaceSize, executor);
+}

@@ -1,0 +1,107 @@
+// backward_plan.cpp — phase one of the gated delta rule's backward (txops::chunk_gated_delta_rule_grad and
+// aclnnChunkGatedDeltaRuleGrad): validate, then plan — the ISA's kernel, the (sequence, key head) items split into
+// contiguous ranges of near-equal cost over the threads, the workspace (one scratch area per part: the chunk
+// checkpoints of the item's value heads, their adjoint states, the chunk's packs and accumulators) — producing a
+// PreparedOp. Also the C++ API function (prepare + run with the thread's scratch workspace).
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "core/parallel.h"
+#include "core/plan_record.h"
+#include "core/status.h"
+#include "core/verbose.h"
+#include "ops/gated_delta_rule/backward.h"
+
+namespace txops {
+namespace {
+
+constexpr int64_t kAlign = 64;
+constexpr const char* kKernelName = "gdr_backward_rows";
+
+int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// Contiguous item ranges of near-equal cost, one per part (`part_start` gets parts + 1 entries).
+void partition_by_cost(const std::vector<int64_t>& costs, int parts, std::vector<int64_t>* part_start) {
+  const int64_t n = static_cast<int64_t>(costs.size());
+  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
+  for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
+  part_start->assign(static_cast<size_t>(parts) + 1, n);
+  (*part_start)[0] = 0;
+  for (int k = 1; k < parts; ++k) {
+    const int64_t target = prefix[n] * k / parts;  // the boundary nearest to k/parts of the total cost
+    int64_t end = std::lower_bound(prefix.begin(), prefix.end(), target) - prefix.begin();
+    if (end > 0 && target - prefix[end - 1] < prefix[end] - target) --end;
+    (*part_start)[k] = std::max(end, (*part_start)[k - 1]);
+  }
+}
+
+PreparedOp make_grad_op(std::shared_ptr<GdrGradPlan> plan, Isa isa) {
+  record_plan(compiled_isa(isa), plan->threads, kKernelName);
+  GdrGradRunItemsFn* run_items = select_gdr_grad_run_items(isa);
+  const int64_t scratch_bytes = align_up(plan->scratch_floats * static_cast<int64_t>(sizeof(float)));
+  PreparedOp op;
+  op.workspace_bytes = static_cast<uint64_t>(kAlign + scratch_bytes * plan->threads);
+  op.run = [plan, run_items, scratch_bytes, isa](void* workspace) -> Status {
+    std::string details;
+    if (verbose()) {
+      const GdrProblem& p = plan->problem.fwd;
+      char buf[320];
+      std::snprintf(buf, sizeof(buf),
+                    "kernel=%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
+                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d workspace=%" PRId64 "B",
+                    kKernelName, isa_name(isa), plan->threads, p.num_tokens, p.batch, p.num_key_heads,
+                    p.num_value_heads, p.key_dim, p.value_dim, dtype_name(p.query.dtype),
+                    dtype_name(p.state_in.dtype), p.has_g ? 1 : 0, scratch_bytes * plan->threads);
+      details = buf;
+    }
+    VerboseTimer timer("chunk_gated_delta_rule_grad", std::move(details));
+    char* base = static_cast<char*>(workspace);
+    base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
+    const GdrGradPlan& pl = *plan;
+    // Parts are fixed by the plan (not by how many threads OpenMP gives); each owns one scratch area.
+    parallel_parts(pl.threads, pl.threads, [&](int64_t part, int64_t, int64_t) {
+      run_items(pl, pl.part_start[part], pl.part_start[part + 1], reinterpret_cast<float*>(base + scratch_bytes * part));
+    });
+    return Status();
+  };
+  return op;
+}
+
+}  // namespace
+
+Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const TensorView& key, const TensorView& value,
+                                           const TensorView& beta, const TensorView& initial_state,
+                                           const TensorView& actual_seq_lengths, const TensorView* g, float scale,
+                                           const TensorView& grad_out, const TensorView* grad_final_state,
+                                           const TensorView& grad_query, const TensorView& grad_key,
+                                           const TensorView& grad_value, const TensorView& grad_beta,
+                                           const TensorView* grad_g, const TensorView& grad_initial_state,
+                                           PreparedOp* op) {
+  auto plan = std::make_shared<GdrGradPlan>();
+  Status st = validate_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g,
+                                                   scale, grad_out, grad_final_state, grad_query, grad_key,
+                                                   grad_value, grad_beta, grad_g, grad_initial_state, &plan->problem);
+  if (!st.ok()) return st;
+  const GdrProblem& p = plan->problem.fwd;
+  const Isa isa = active_isa();
+  plan->items = p.batch * p.num_key_heads;
+  plan->key_dim_padded = gdr_pad16(p.key_dim);
+  for (int64_t b = 0; b < p.batch; ++b)
+    plan->max_chunks = std::max(plan->max_chunks, (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk);
+  // Cost of an item in token units: its tokens times its value heads, plus a share for its states.
+  std::vector<int64_t> costs(static_cast<size_t>(plan->items));
+  for (int64_t item = 0; item < plan->items; ++item)
+    costs[item] = (p.seq_length(item / p.num_key_heads) + 16) * p.heads_per_key_head();
+  plan->threads = plan_threads(plan->items, 1);
+  partition_by_cost(costs, plan->threads, &plan->part_start);
+  GdrGradScratch s;
+  plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->max_chunks, p.value_dim,
+                                        plan->key_dim_padded, &s);
+  *op = make_grad_op(std::move(plan), isa);
+  return Status();
+}
+
+}  // namespace txops
