@@ -1,10 +1,22 @@
 // tensor_view.cpp — TensorView constructors and queries, dtype names and sizes.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "txops/txops.h"
 
 namespace txops {
+namespace {
+
+// Products of caller-given extents saturate instead of overflowing: an unchecked view may hold any
+// int64 shape, and validation (view_extent) refuses the overflowing ones with a message later.
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
+}  // namespace
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
@@ -44,7 +56,7 @@ TensorView TensorView::make(void* data, DType dtype, int32_t ndim, const int64_t
   for (int d = v.ndim - 1; d >= 0; --d) {
     v.shape[d] = shape[d];
     v.strides[d] = strides ? strides[d] : running;
-    running *= shape[d] > 0 ? shape[d] : 1;
+    running = saturating_mul(running, shape[d] > 0 ? shape[d] : 1);
   }
   return v;
 }
@@ -61,7 +73,7 @@ TensorView::TensorView(void* data_, DType dtype_, std::initializer_list<int64_t>
 
 int64_t TensorView::numel() const {
   int64_t n = 1;
-  for (int d = 0; d < ndim; ++d) n *= shape[d];
+  for (int d = 0; d < ndim; ++d) n = saturating_mul(n, shape[d]);
   return n;
 }
 
@@ -69,7 +81,7 @@ bool TensorView::is_contiguous() const {
   int64_t running = 1;
   for (int d = ndim - 1; d >= 0; --d) {
     if (shape[d] != 1 && strides[d] != running) return false;
-    running *= shape[d];
+    running = saturating_mul(running, shape[d]);
   }
   return true;
 }
