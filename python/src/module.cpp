@@ -109,6 +109,30 @@ void chunk_gated_delta_rule(py::handle query, py::handle key, py::handle value, 
   });
 }
 
+void chunk_gated_delta_rule_grad(py::handle query, py::handle key, py::handle value, py::handle beta,
+                                 py::handle initial_state, py::handle actual_seq_lengths, py::handle g, float scale,
+                                 py::handle grad_out, py::handle grad_final_state, py::handle grad_query,
+                                 py::handle grad_key, py::handle grad_value, py::handle grad_beta, py::handle grad_g,
+                                 py::handle grad_initial_state) {
+  ImportedTensors t;
+  const auto qv = t.view(query, "query"), kv = t.view(key, "key"), vv = t.view(value, "value");
+  const auto bv = t.view(beta, "beta"), iv = t.view(initial_state, "initial_state");
+  const auto lv = t.view(actual_seq_lengths, "actual_seq_lengths");
+  bool has_g, has_dfinal, has_dg;
+  const auto gv = t.optional_view(g, "g", &has_g);
+  const auto dov = t.view(grad_out, "grad_out");
+  const auto dfv = t.optional_view(grad_final_state, "grad_final_state", &has_dfinal);
+  const auto dqv = t.view(grad_query, "grad_query"), dkv = t.view(grad_key, "grad_key");
+  const auto dvv = t.view(grad_value, "grad_value"), dbv = t.view(grad_beta, "grad_beta");
+  const auto dgv = t.optional_view(grad_g, "grad_g", &has_dg);
+  const auto dsv = t.view(grad_initial_state, "grad_initial_state");
+  run_without_gil([&] {
+    return txops::chunk_gated_delta_rule_grad(qv, kv, vv, bv, iv, lv, if_present(gv, has_g), scale, dov,
+                                              if_present(dfv, has_dfinal), dqv, dkv, dvv, dbv,
+                                              if_present(dgv, has_dg), dsv);
+  });
+}
+
 void recurrent_gated_delta_rule(py::handle query, py::handle key, py::handle value, py::handle beta,
                                 py::handle state, py::handle actual_seq_lengths, py::handle ssm_state_indices,
                                 py::handle g, py::handle gk, py::handle num_accepted_tokens, float scale,
@@ -160,6 +184,10 @@ PYBIND11_MODULE(_txops, m) {
   m.def("chunk_gated_delta_rule", &chunk_gated_delta_rule, arg("query"), arg("key"), arg("value"), arg("beta"),
         arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"), arg("out"),
         arg("final_state"));
+  m.def("chunk_gated_delta_rule_grad", &chunk_gated_delta_rule_grad, arg("query"), arg("key"), arg("value"),
+        arg("beta"), arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"),
+        arg("grad_out"), arg("grad_final_state").none(true), arg("grad_query"), arg("grad_key"), arg("grad_value"),
+        arg("grad_beta"), arg("grad_g").none(true), arg("grad_initial_state"));
   m.def("recurrent_gated_delta_rule", &recurrent_gated_delta_rule, arg("query"), arg("key"), arg("value"),
         arg("beta"), arg("state"), arg("actual_seq_lengths"), arg("ssm_state_indices"), arg("g").none(true),
         arg("gk").none(true), arg("num_accepted_tokens").none(true), arg("scale"), arg("out"));

@@ -162,6 +162,49 @@ def test_against_fla_naive(case):
         assert torch.equal(state_in, state_copy)  # the initial state is read, never written
 
 
+@pytest.mark.parametrize("varlen,state_v_first,in_kernel", [(False, False, False), (True, True, True)])
+def test_gradients_against_autograd_of_fla_naive(varlen, state_v_first, in_kernel):
+    """Training through txops.fla: the gradients of q, k, v, g, beta and the initial state (and of A_log / dt_bias
+    with fla's in-kernel gate) against autograd through fla's naive chunked reference, in fp32."""
+    B, T = (1, 75) if varlen else (2, 70)
+    q, k, v, g, beta, h0 = make_inputs(B, T, 2, 4, 16, 16, torch.float32, 11, normalise=False)
+    cu_seqlens = torch.tensor([0, 5, 5, 75]) if varlen else None
+    h0 = h0[:3] if varlen else h0[:B]
+    gen = torch.Generator().manual_seed(12)
+    A_log, dt_bias = torch.randn(4, generator=gen) * 0.3, torch.randn(4, generator=gen) * 0.3
+    w_out = torch.randn(B, T, 4, 16, generator=gen)
+    w_state = torch.randn(*h0.shape, generator=gen)
+
+    def loss_of(fn, leaves):
+        q, k, v, g, beta, h0, A_log, dt_bias = leaves
+        if fn is None:  # the reference: the in-kernel options written out, then fla's naive chunked function
+            q, k = tfla._l2norm(q), tfla._l2norm(k)
+            if in_kernel:
+                g = -A_log.exp() * F.softplus(g + dt_bias)
+                beta = beta.sigmoid()
+            o, final = reference(q, k, v, g, beta, None, h0, cu_seqlens, chunked=True)
+        else:
+            state = h0.transpose(-1, -2) if state_v_first else h0
+            o, final = fn(q, k, v, g, beta=beta, initial_state=state, output_final_state=True,
+                          use_qk_l2norm_in_kernel=True, cu_seqlens=cu_seqlens, state_v_first=state_v_first,
+                          use_gate_in_kernel=in_kernel, A_log=A_log, dt_bias=dt_bias,
+                          use_beta_sigmoid_in_kernel=in_kernel)
+            final = final.transpose(-1, -2) if state_v_first else final
+        return (o * w_out).sum() + (final * w_state).sum()
+
+    tensors = (q, k, v, g, beta, h0, A_log, dt_bias)
+    expected_leaves = [t.detach().clone().requires_grad_() for t in tensors]
+    expected = torch.autograd.grad(loss_of(None, expected_leaves), expected_leaves, allow_unused=True)
+    for fn in (tfla.chunk_gated_delta_rule, tfla.fused_recurrent_gated_delta_rule):
+        leaves = [t.detach().clone().requires_grad_() for t in tensors]
+        got = torch.autograd.grad(loss_of(fn, leaves), leaves, allow_unused=True)
+        for name, a, b in zip(("q", "k", "v", "g", "beta", "h0", "A_log", "dt_bias"), got, expected):
+            if b is None:
+                assert a is None or not a.any(), name
+                continue
+            assert relative_error(a, b) <= 1e-4, (fn.__name__, name, relative_error(a, b))
+
+
 def test_gk_and_defaults_of_fused_recurrent():
     q, k, v, g, beta, h0 = make_inputs(2, 9, 2, 4, 16, 8, torch.float32, 5)
     gk = -torch.rand(2, 9, 4, 16, generator=torch.Generator().manual_seed(3)) * 0.2
@@ -201,10 +244,11 @@ def test_fla_errors():
         tfla.chunk_gated_delta_rule(q, k, v, g, beta, chunk_size=128)
     with pytest.raises(NotImplementedError, match="gv"):
         tfla.fused_recurrent_gated_delta_rule(q, k, v, g, gv=torch.zeros_like(v), beta=beta)
-    with pytest.raises(RuntimeError, match="no backward"):
-        tfla.chunk_gated_delta_rule(q.requires_grad_(), k, v, g, beta)
+    gk = -torch.rand(2, 8, 4, 16) * 0.1
+    with pytest.raises(RuntimeError, match="no backward"):  # gk: the decode operator, which has none
+        tfla.fused_recurrent_gated_delta_rule(q.clone().requires_grad_(), k, v, g, gk=gk, beta=beta)
     with torch.no_grad():
-        tfla.chunk_gated_delta_rule(q, k, v, g, beta)  # fine without autograd
+        tfla.fused_recurrent_gated_delta_rule(q, k, v, g, gk=gk, beta=beta)  # fine without autograd
     assert tfla.supports(torch.zeros(1))[0] and not tfla.supports(torch.zeros(1, dtype=torch.float64))[0]
 
 

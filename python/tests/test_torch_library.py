@@ -88,6 +88,13 @@ def gdr_cases():
             seq = torch.tensor(lengths, dtype=torch.int32)
             for gate in (g, None):
                 cases.append(("chunk_gated_delta_rule", (q, k, v, beta, state, seq, gate, 0.25)))
+                grad_out = torch.randn(v.shape).to(dtype)
+                for grad_final in (torch.randn(state.shape).to(state_dtype), None):
+                    cases.append(("chunk_gated_delta_rule_grad",
+                                  (q, k, v, beta, state, seq, gate, 0.25, grad_out, grad_final)))
+            # recorded by autograd (opcheck then checks the registered backward too)
+            leaves = [t.clone().requires_grad_() for t in (q, k, v, beta, state)]
+            cases.append(("chunk_gated_delta_rule", (*leaves, seq, g.clone().requires_grad_(), 0.25)))
             out, final = torch.empty(v.shape, dtype=dtype), torch.empty_like(state)
             cases.append(("chunk_gated_delta_rule_out", (q, k, v, beta, state, seq, g, 0.25, out, final)))
         lengths = [2, 1, 1]
@@ -131,7 +138,7 @@ def test_mutations_are_declared():
         "interleave_rope": [], "interleave_rope_out": ["out"], "inplace_partial_rotary_mul": ["x"],
         "partial_rotary_mul": [], "inplace_partial_rotary_mul_grad": ["grad_output"],
         "apply_rotary_pos_emb": ["query", "key"], "apply_rotary_pos_emb_functional": [],
-        "apply_rotary_pos_emb_grad": [], "chunk_gated_delta_rule": [],
+        "apply_rotary_pos_emb_grad": [], "chunk_gated_delta_rule": [], "chunk_gated_delta_rule_grad": [],
         "chunk_gated_delta_rule_out": ["out", "final_state"], "recurrent_gated_delta_rule": ["state"],
         "recurrent_gated_delta_rule_out": ["state", "out"]}
 

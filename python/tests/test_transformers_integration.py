@@ -182,10 +182,12 @@ def test_unsupported_calls_fall_back_to_stock(stock, monkeypatch):
         cos_meta, sin_meta = torch.empty(1, 3, 8, device="meta"), torch.empty(1, 3, 8, device="meta")
         assert llama.apply_rotary_pos_emb(q_meta, k_meta, cos_meta, sin_meta)[0].device.type == "meta"
         assert deepseek.apply_rotary_pos_emb_interleave(q_meta, k_meta, cos_meta, sin_meta)[0].device.type == "meta"
-        # the gated delta rule under autograd (txops has no backward for it) and in float64
-        q, k, v, g, beta, state = gdr_inputs(1, 9, 2, 8, 8)
+        # the decode recurrence under autograd (txops' decode operator has no backward), the gated delta rule
+        # in float64
+        q, k, v, g, beta, state = gdr_inputs(1, 1, 2, 8, 8)
         q.requires_grad_()
-        out, _ = qwen3_next.torch_chunk_gated_delta_rule(q, k, v, g=g, beta=beta)
+        out, _ = qwen3_next.torch_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=state,
+                                                             output_final_state=True)
         out.sum().backward()
         assert q.grad is not None
         q, k, v, g, beta, state = gdr_inputs(1, 9, 2, 8, 8, torch.float64)
@@ -292,6 +294,32 @@ def test_generation_and_training_step_match_stock(stock, monkeypatch, make, kind
     assert torch.equal(tokens, expected_tokens) and relative(logits, expected_logits) <= 1e-4
     assert abs(loss.item() - expected_loss.item()) <= 1e-5 * abs(expected_loss.item())
     assert grads.keys() == expected_grads.keys()
+    for name, grad in grads.items():
+        assert relative(grad, expected_grads[name]) <= 1e-4, name
+
+
+def test_qwen3_next_training_step_matches_stock(stock, monkeypatch):
+    """A training step of the tiny Qwen3-Next (150 tokens: chunked prefill with a partial chunk): the linear
+    attention's forward and backward run txops (chunk_gated_delta_rule and its backward), loss and every
+    parameter's gradient within fp32 tolerance of stock transformers'."""
+    model, prompt, target = qwen3_next_model(), prompt_of(150, seed=9), prompt_of(150, seed=10)
+
+    def training_step():
+        model.train()
+        model.zero_grad()
+        loss = model(prompt, labels=target).loss
+        loss.backward()
+        model.eval()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    expected_loss, expected_grads = training_step()
+    tx.enable()
+    with counting(monkeypatch) as calls:
+        loss, grads = training_step()
+    assert calls["chunk"] == 1  # the linear-attention layer's prefill ran txops, with autograd recording it
+    assert abs(loss.item() - expected_loss.item()) <= 1e-5 * abs(expected_loss.item())
+    assert grads.keys() == expected_grads.keys()
+    linear = [n for n in grads if "linear_attn" in n]
+    assert linear and all(grads[n].abs().max() > 0 for n in linear)
     for name, grad in grads.items():
         assert relative(grad, expected_grads[name]) <= 1e-4, name
 

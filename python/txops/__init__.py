@@ -13,13 +13,14 @@ from . import _arrays
 from ._settings import (active_isa, compat_mode, cpu_has_avx512_bf16, num_threads, set_compat_mode, set_max_isa,
                         set_num_threads, set_verbose, verbose)
 from ._txops import __version__
-from .gdr import chunk_gated_delta_rule, recurrent_gated_delta_rule
+from .gdr import chunk_gated_delta_rule, chunk_gated_delta_rule_grad, recurrent_gated_delta_rule
 from .rope import (apply_rotary_pos_emb, apply_rotary_pos_emb_grad, inplace_partial_rotary_mul,
                    inplace_partial_rotary_mul_backward, interleave_rope)
 
 __all__ = [
     "interleave_rope", "inplace_partial_rotary_mul", "inplace_partial_rotary_mul_backward", "apply_rotary_pos_emb",
-    "apply_rotary_pos_emb_grad", "chunk_gated_delta_rule", "recurrent_gated_delta_rule",
+    "apply_rotary_pos_emb_grad", "chunk_gated_delta_rule", "chunk_gated_delta_rule_grad",
+    "recurrent_gated_delta_rule",
     "num_threads", "set_num_threads", "active_isa", "set_max_isa", "cpu_has_avx512_bf16", "compat_mode",
     "set_compat_mode", "verbose", "set_verbose", "__version__",
 ]

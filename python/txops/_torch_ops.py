@@ -16,8 +16,11 @@ Operators (all CPU; ``rotary_mode`` is the code 0 half, 1 interleave, 2 quarter,
 ``apply_rotary_pos_emb_functional``    its functional form: (new query, new key); differentiable (q, k, cos, sin)
 ``apply_rotary_pos_emb_grad``          (grad_query, grad_key, grad_cos, grad_sin); the last two are empty
                                        (0,) tensors unless query and key are given
-``chunk_gated_delta_rule``             prefill -> (out, final_state)
+``chunk_gated_delta_rule``             prefill -> (out, final_state); differentiable (query, key, value, beta,
+                                       initial_state, g)
 ``chunk_gated_delta_rule_out``         the same into given out / final_state (mutated)
+``chunk_gated_delta_rule_grad``        its backward -> (grad_query, grad_key, grad_value, grad_beta, grad_g,
+                                       grad_initial_state); grad_g is an empty (0,) tensor when g is None
 ``recurrent_gated_delta_rule``         decode -> out; the state pool is mutated
 ``recurrent_gated_delta_rule_out``     the same into a given out (mutated)
 =====================================  ==========================================================================
@@ -56,6 +59,10 @@ SCHEMAS = {
     "chunk_gated_delta_rule_out":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor initial_state, Tensor actual_seq_lengths, "
         "Tensor? g, float scale, Tensor(a!) out, Tensor(b!) final_state) -> ()",
+    "chunk_gated_delta_rule_grad":
+        "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor initial_state, Tensor actual_seq_lengths, "
+        "Tensor? g, float scale, Tensor grad_out, Tensor? grad_final_state) "
+        "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
     "recurrent_gated_delta_rule":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor(a!) state, Tensor actual_seq_lengths, "
         "Tensor ssm_state_indices, Tensor? g, Tensor? gk, Tensor? num_accepted_tokens, float scale) -> Tensor",
@@ -157,6 +164,18 @@ def _chunk_gated_delta_rule_out(query, key, value, beta, initial_state, actual_s
     _written(out, final_state)
 
 
+def _chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, grad_out,
+                                 grad_final_state):
+    grads = _fake_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale,
+                                              grad_out, grad_final_state)
+    grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state = grads
+    _C.chunk_gated_delta_rule_grad(_dl(query), _dl(key), _dl(value), _dl(beta), _dl(initial_state),
+                                   _dl(actual_seq_lengths), _dl(g), scale, _dl(grad_out), _dl(grad_final_state),
+                                   _dl(grad_query), _dl(grad_key), _dl(grad_value), _dl(grad_beta),
+                                   _dl(grad_g) if g is not None else None, _dl(grad_initial_state))
+    return grads
+
+
 def _recurrent_gated_delta_rule(query, key, value, beta, state, actual_seq_lengths, ssm_state_indices, g, gk,
                                 num_accepted_tokens, scale):
     out = _new(_value_rows(value), query.dtype, query)
@@ -201,6 +220,14 @@ def _fake_apply_rotary_pos_emb_grad(grad_query_embed, grad_key_embed, cos, sin, 
 
 def _fake_chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g, scale):
     return (_new(_value_rows(value), query.dtype, query),
+            _new(initial_state.shape, initial_state.dtype, initial_state))
+
+
+def _fake_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale,
+                                      grad_out, grad_final_state):
+    return (_new(query.shape, query.dtype, query), _new(key.shape, query.dtype, query),
+            _new(value.shape, query.dtype, query), _new(beta.shape, query.dtype, query),
+            _new(g.shape if g is not None else (0,), torch.float32, query),
             _new(initial_state.shape, initial_state.dtype, initial_state))
 
 
@@ -317,6 +344,30 @@ def _backward_apply_rotary_pos_emb(ctx, grad_query_out, grad_key_out):
             None, None)
 
 
+def _setup_chunk_gated_delta_rule(ctx, inputs, output):
+    query, key, value, beta, initial_state, actual_seq_lengths, g, scale = inputs
+    # The backward recomputes the forward's states from its inputs (nothing else is kept: 0 bytes per token).
+    ctx.save_for_backward(query, key, value, beta, initial_state, actual_seq_lengths, g)
+    ctx.scale = scale
+
+
+def _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state):
+    query, key, value, beta, initial_state, actual_seq_lengths, g = ctx.saved_tensors
+    needs = ctx.needs_input_grad
+    if grad_out is None:  # autograd materializes unused outputs' grads as zeros; kept for other callers
+        grad_out = torch.zeros(_value_rows(value), dtype=query.dtype, device=query.device)
+    if grad_out.dtype != query.dtype:
+        grad_out = grad_out.to(query.dtype)
+    if grad_final_state is not None and grad_final_state.dtype != initial_state.dtype:
+        grad_final_state = grad_final_state.to(initial_state.dtype)
+    grads = torch.ops.txops.chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths,
+                                                        g, ctx.scale, grad_out, grad_final_state)
+    grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state = grads
+    return (grad_query if needs[0] else None, grad_key if needs[1] else None, grad_value if needs[2] else None,
+            grad_beta if needs[3] else None, grad_initial_state if needs[4] else None, None,
+            grad_g if g is not None and needs[6] else None, None)
+
+
 KERNELS = {
     "interleave_rope": (_interleave_rope, _fake_interleave_rope),
     "interleave_rope_out": (_interleave_rope_out, _fake_none),
@@ -328,6 +379,7 @@ KERNELS = {
     "apply_rotary_pos_emb_grad": (_apply_rotary_pos_emb_grad, _fake_apply_rotary_pos_emb_grad),
     "chunk_gated_delta_rule": (_chunk_gated_delta_rule, _fake_chunk_gated_delta_rule),
     "chunk_gated_delta_rule_out": (_chunk_gated_delta_rule_out, _fake_none),
+    "chunk_gated_delta_rule_grad": (_chunk_gated_delta_rule_grad, _fake_chunk_gated_delta_rule_grad),
     "recurrent_gated_delta_rule": (_recurrent_gated_delta_rule, _fake_recurrent_gated_delta_rule),
     "recurrent_gated_delta_rule_out": (_recurrent_gated_delta_rule_out, _fake_none),
 }
@@ -336,6 +388,7 @@ AUTOGRAD = {
     "interleave_rope": (_backward_interleave_rope, _setup_interleave_rope),
     "partial_rotary_mul": (_backward_partial_rotary_mul, _setup_partial_rotary_mul),
     "apply_rotary_pos_emb_functional": (_backward_apply_rotary_pos_emb, _setup_apply_rotary_pos_emb),
+    "chunk_gated_delta_rule": (_backward_chunk_gated_delta_rule, _setup_chunk_gated_delta_rule),
 }
 
 

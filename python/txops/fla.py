@@ -16,8 +16,10 @@ transposed view, and the final state is written through one, so neither is copie
 (``use_qk_l2norm_in_kernel``, ``use_beta_sigmoid_in_kernel`` / ``allow_neg_eigval``, ``use_gate_in_kernel`` with
 ``A_log`` / ``dt_bias``) are done in torch before the operator, with fla's formulas (l2norm: ``x / sqrt(sum x^2 +
 1e-6)`` in fp32, back to x's dtype). Not provided (NotImplementedError): context parallelism (``cp_context``),
-fused_recurrent's ``gv`` and per-channel beta ``[B, T, HV, V]``. txops has no backward for the gated delta rule:
-a call that autograd would have to record raises RuntimeError (run it under ``torch.no_grad()``).
+fused_recurrent's ``gv`` and per-channel beta ``[B, T, HV, V]``. Both functions are differentiable (autograd
+through txops' prefill operator and its backward, ``txops.chunk_gated_delta_rule_grad``, and through the torch
+code around it), except fused_recurrent with ``gk``: txops' decode operator has no backward, and such a call
+that autograd would have to record raises RuntimeError.
 
 fla's own backend registry (``fla.ops.backends``, fla-core >= 0.5) dispatches ``fla.ops.gated_delta_rule.
 chunk_gated_delta_rule`` to the first registered backend whose verifier accepts the call;
@@ -49,11 +51,9 @@ def _l2norm(x):
     return (xf * torch.rsqrt((xf * xf).sum(-1, keepdim=True) + 1e-6)).to(x.dtype)
 
 
-def _refuse_autograd(name, *tensors):
+def _grad_needed(*tensors):
     torch = _torch()
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
-        raise RuntimeError(f"txops.fla.{name}: an input requires grad, but txops has no backward for the gated "
-                           "delta rule: call it under torch.no_grad() or pass detached tensors")
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
 def _state_v_first(state_v_first, kwargs):
@@ -102,7 +102,9 @@ def _inputs(name, q, k, v, g, beta, scale, initial_state, cu_seqlens, cu_seqlens
                          f"num_heads (H={heads}), but got HV % H = {value_heads % heads}")
     if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
         raise ValueError("`allow_neg_eigval=True` requires `use_beta_sigmoid_in_kernel=True`.")
-    _refuse_autograd(name, q, k, v, g, beta, initial_state, A_log, dt_bias, gk)
+    if gk is not None and _grad_needed(q, k, v, g, beta, initial_state, A_log, dt_bias, gk):
+        raise RuntimeError(f"txops.fla.{name}: an input requires grad, but txops' decode operator (the gk path) has "
+                           "no backward: call it under torch.no_grad() or pass detached tensors")
     lengths, sequences = _lengths(batch, tokens, cu_seqlens, cu_seqlens_cpu, q)
     if initial_state is not None and initial_state.shape[0] != sequences:
         raise ValueError(f"The number of initial states is expected to be equal to the number of input sequences, "
@@ -138,6 +140,19 @@ def _inputs(name, q, k, v, g, beta, scale, initial_state, cu_seqlens, cu_seqlens
     scale = key_dim ** -0.5 if scale is None else float(scale)
     out = torch.empty((batch, tokens, value_heads, value_dim), dtype=dtype, device=q.device)
     return q, k, v, g, beta, lengths, start, final, final_view, scale, out
+
+
+def _prefill(q2, k2, v2, beta2, start, lengths, g2, scale, out, final, final_view, state_v_first):
+    """txops' prefill operator into out / final (through their views) or, when autograd records the call, its
+    functional form (so the graph runs through the operator's backward) -> (out, final)."""
+    out_rows = out.view(q2.shape[0], v2.shape[1], v2.shape[2])
+    if not _grad_needed(q2, k2, v2, beta2, start, g2):
+        _gdr.chunk_gated_delta_rule(q2, k2, v2, beta2, start, lengths, g=g2, scale=scale, out=out_rows,
+                                    final_state=final_view)
+        return out, final
+    rows, state = _gdr.chunk_gated_delta_rule(q2, k2, v2, beta2, start, lengths, g=g2, scale=scale)
+    state = state if state_v_first else state.transpose(-1, -2).contiguous()
+    return rows.view(out.shape), state
 
 
 def chunk_gated_delta_rule(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", g: "torch.Tensor",
@@ -203,8 +218,7 @@ def chunk_gated_delta_rule(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tenso
         "chunk_gated_delta_rule", q, k, v, g, beta, scale, initial_state, cu_seqlens, cu_seqlens_cpu, state_v_first,
         use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, kwargs.get("use_gate_in_kernel", False),
         kwargs.get("A_log"), kwargs.get("dt_bias"))
-    _gdr.chunk_gated_delta_rule(q2, k2, v2, beta2, start, lengths, g=g2, scale=scale,
-                                out=out.view(q2.shape[0], v2.shape[1], v2.shape[2]), final_state=final_view)
+    out, final = _prefill(q2, k2, v2, beta2, start, lengths, g2, scale, out, final, final_view, state_v_first)
     return out, (final if output_final_state else None)
 
 
@@ -249,11 +263,10 @@ def fused_recurrent_gated_delta_rule(q: "torch.Tensor", k: "torch.Tensor", v: "t
         "fused_recurrent_gated_delta_rule", q, k, v, g, beta, scale, initial_state, cu_seqlens, None, state_v_first,
         use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, use_gate_in_kernel, A_log, dt_bias,
         gk)
-    out_rows = out.view(q2.shape[0], v2.shape[1], v2.shape[2])
     if gk is None:
-        _gdr.chunk_gated_delta_rule(q2, k2, v2, beta2, start, lengths, g=g2, scale=scale, out=out_rows,
-                                    final_state=final_view)
+        out, final = _prefill(q2, k2, v2, beta2, start, lengths, g2, scale, out, final, final_view, state_v_first)
     else:
+        out_rows = out.view(q2.shape[0], v2.shape[1], v2.shape[2])
         final_view.copy_(start)  # the pool the decode operator updates: slot n is sequence n's state
         slots = torch.repeat_interleave(torch.arange(lengths.numel(), dtype=torch.int32), lengths.long())
         _gdr.recurrent_gated_delta_rule(q2, k2, v2, beta2, final_view, lengths, slots, g=g2,
@@ -269,10 +282,8 @@ fused_recurrent_gdn = fused_recurrent_gated_delta_rule
 # ---- fla's backend registry -------------------------------------------------------------------------------------
 
 def supports(*tensors) -> Tuple[bool, Optional[str]]:
-    """(True, None) when txops can run a call on these tensors (CPU, fp32/fp16/bf16, nothing for autograd to
-    record), else (False, why)."""
-    torch = _torch()
-    needs_grad = False
+    """(True, None) when txops can run a call on these tensors (CPU, fp32/fp16/bf16), else (False, why). Calls
+    that autograd records are accepted: the prefill operator has a backward."""
     for t in tensors:
         if t is None:
             continue
@@ -280,9 +291,6 @@ def supports(*tensors) -> Tuple[bool, Optional[str]]:
             return False, f"txops runs CPU tensors, got a {t.device.type} tensor"
         if t.is_floating_point() and str(t.dtype).rsplit(".", 1)[-1] not in _DTYPES:
             return False, f"txops takes fp32 / fp16 / bf16, got {t.dtype}"
-        needs_grad = needs_grad or t.requires_grad
-    if needs_grad and torch.is_grad_enabled():
-        return False, "txops has no backward for the gated delta rule (an input requires grad)"
     return True, None
 
 
@@ -292,7 +300,7 @@ _backend = None
 def register_fla_backend() -> bool:
     """Registers txops in flash-linear-attention's backend registry for the gated delta rule, so that
     ``fla.ops.gated_delta_rule.chunk_gated_delta_rule`` runs txops on CPU tensors (its verifier accepts CPU
-    fp32/fp16/bf16 calls without autograd, K and V at most 256, no context parallelism; other calls go on to
+    fp32/fp16/bf16 calls, autograd included, K and V at most 256, no context parallelism; other calls go on to
     fla's other backends and its Triton kernels). Idempotent. Set ``FLA_TXOPS=0`` to disable it at run time.
 
     Returns

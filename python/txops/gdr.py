@@ -3,8 +3,9 @@ and numpy arrays: chunk_gated_delta_rule for prefill, recurrent_gated_delta_rule
 
 Shapes (docs/gated_delta_rule.md): query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), g (T, Nv) fp32,
 states (B | BlockNum, Nv, Dv, Dk); T concatenates the sequences, whose lengths are actual_seq_lengths (int32).
-These operators have no backward in txops: with torch, call them under torch.no_grad() / inference_mode().
-Under torch.compile or a tracing mode they go through torch.ops.txops.* (txops._torch_ops).
+chunk_gated_delta_rule is differentiable with torch (its backward, chunk_gated_delta_rule_grad, recomputes the
+forward's states: the forward keeps only its inputs); the decode operator has no backward. Under autograd,
+torch.compile or a tracing mode they go through torch.ops.txops.* (txops._torch_ops).
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 
 from . import _arrays
 from . import _txops as _C
-from ._arrays import empty, export, export_output, grad_needed, int32_array, traced_torch_ops, written, zeros
+from ._arrays import (empty, export, export_output, grad_needed, int32_array, torch_ops, traced_torch_ops, written,
+                      zeros)
 
 if TYPE_CHECKING:
     import torch
@@ -71,8 +73,10 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
     Returns
     -------
     (out, final_state)
-        out (T, Nv, Dv) in query's dtype, final_state (B, Nv, Dv, Dk) in initial_state's dtype. Not
-        differentiable: with torch tensors that require grad it raises RuntimeError (use torch.no_grad()).
+        out (T, Nv, Dv) in query's dtype, final_state (B, Nv, Dv, Dk) in initial_state's dtype.
+        Differentiable with torch (query, key, value, beta, initial_state, g): autograd records the call and
+        its backward runs :func:`chunk_gated_delta_rule_grad`; given ``out`` / ``final_state`` are then
+        filled with ``copy_`` (recorded too).
 
     Examples
     --------
@@ -84,8 +88,6 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
     >>> out.shape, state.shape
     ((6, 2, 4), (2, 2, 4, 4))
     """
-    _refuse_autograd("chunk_gated_delta_rule", query=query, key=key, value=value, beta=beta,
-                     initial_state=initial_state, g=g)
     tokens, value_heads, value_dim = value.shape[0], value.shape[1], value.shape[2]
     key_dim = key.shape[-1]
     if actual_seq_lengths is None:
@@ -94,10 +96,15 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
     if initial_state is None:
         initial_state = zeros((lengths.shape[0], value_heads, value_dim, key_dim), _float32_of(query), query)
     scale = _default_scale(scale, key)
-    ops = traced_torch_ops(query)
-    if ops is not None:
-        if out is None and final_state is None:
-            return ops.chunk_gated_delta_rule(query, key, value, beta, initial_state, lengths, g, scale)
+    ops = torch_ops(query, key, value, beta, initial_state, g)
+    if ops is not None and ((out is None and final_state is None) or
+                            grad_needed(query, key, value, beta, initial_state, g)):
+        result, result_state = ops.chunk_gated_delta_rule(query, key, value, beta, initial_state, lengths, g, scale)
+        if out is not None:
+            result = out.copy_(result)
+        if final_state is not None:
+            result_state = final_state.copy_(result_state)
+        return result, result_state
     if out is None:
         out = empty((tokens, value_heads, value_dim), query.dtype, query)
     if final_state is None:
@@ -110,6 +117,70 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
                               export_output(final_state, "final_state"))
     written(out, final_state)
     return out, final_state
+
+
+def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Array, initial_state: Array,
+                                actual_seq_lengths: Ints, grad_out: Array, grad_final_state: Optional[Array] = None, *,
+                                g: Optional[Array] = None, scale: Optional[float] = None,
+                                need_grad_g: bool = True) -> Tuple[Array, Array, Array, Array, Optional[Array], Array]:
+    """The backward of :func:`chunk_gated_delta_rule` (``aclnnChunkGatedDeltaRuleGrad``, a txops extension).
+
+    The gradients of ``L = sum(grad_out * out) + sum(grad_final_state * final_state)`` with respect to the
+    forward's inputs, where ``(out, final_state)`` is the forward on the same inputs (recomputed here: the
+    forward keeps nothing for it). Autograd calls it for you; call it directly for numpy or a hand-written
+    backward.
+
+    Parameters
+    ----------
+    query, key, value, beta, initial_state, actual_seq_lengths, g, scale
+        The forward's arguments, as there (initial_state is required here).
+    grad_out : torch.Tensor or numpy.ndarray
+        (T, Nv, Dv), query's dtype.
+    grad_final_state : torch.Tensor or numpy.ndarray, optional
+        (B, Nv, Dv, Dk), initial_state's dtype; None means zero.
+    need_grad_g : bool
+        Compute grad_g (only with g).
+
+    Returns
+    -------
+    (grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state)
+        In the dtypes of their inputs (grad_g fp32; None without g or with ``need_grad_g=False``); grad_query
+        and grad_key are summed over the value heads that share a key head.
+
+    Examples
+    --------
+    >>> import numpy as np, txops
+    >>> T, Nk, Nv, Dk, Dv = 3, 1, 2, 4, 4
+    >>> q = k = np.full((T, Nk, Dk), 0.5, np.float32)
+    >>> v, beta = np.ones((T, Nv, Dv), np.float32), np.full((T, Nv), 0.5, np.float32)
+    >>> s0 = np.zeros((1, Nv, Dv, Dk), np.float32)
+    >>> dq, dk, dv, dbeta, dg, ds0 = txops.chunk_gated_delta_rule_grad(q, k, v, beta, s0, [T],
+    ...                                                                np.ones((T, Nv, Dv), np.float32))
+    >>> dq.shape, dv.shape, dg is None, ds0.shape
+    ((3, 1, 4), (3, 2, 4), True, (1, 2, 4, 4))
+    """
+    lengths = int32_array(actual_seq_lengths, query, "actual_seq_lengths")
+    scale = _default_scale(scale, key)
+    ops = traced_torch_ops(query)
+    if ops is not None:
+        grads = ops.chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, lengths, g, scale, grad_out,
+                                                grad_final_state)
+        return grads[:4] + ((grads[4] if g is not None and need_grad_g else None), grads[5])
+    with_grad_g = g is not None and need_grad_g
+    grad_query = empty(tuple(query.shape), query.dtype, query)
+    grad_key = empty(tuple(key.shape), query.dtype, query)
+    grad_value = empty(tuple(value.shape), query.dtype, query)
+    grad_beta = empty(tuple(beta.shape), query.dtype, query)
+    grad_g = empty(tuple(g.shape), _float32_of(query), query) if with_grad_g else None
+    grad_initial_state = empty(tuple(initial_state.shape), initial_state.dtype, initial_state)
+    _C.chunk_gated_delta_rule_grad(export(query), export(key), export(value), export(beta), export(initial_state),
+                                   export(lengths), export(g), scale, export(grad_out), export(grad_final_state),
+                                   export_output(grad_query, "grad_query"), export_output(grad_key, "grad_key"),
+                                   export_output(grad_value, "grad_value"), export_output(grad_beta, "grad_beta"),
+                                   export_output(grad_g, "grad_g") if with_grad_g else None,
+                                   export_output(grad_initial_state, "grad_initial_state"))
+    written(grad_query, grad_key, grad_value, grad_beta, grad_initial_state, *(() if grad_g is None else (grad_g,)))
+    return grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state
 
 
 def recurrent_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array, state: Array,
@@ -185,4 +256,4 @@ def recurrent_gated_delta_rule(query: Array, key: Array, value: Array, beta: Arr
     return out
 
 
-__all__ = ["chunk_gated_delta_rule", "recurrent_gated_delta_rule"]
+__all__ = ["chunk_gated_delta_rule", "chunk_gated_delta_rule_grad", "recurrent_gated_delta_rule"]

@@ -10,7 +10,8 @@ look up at call time):
   ``txops.chunk_gated_delta_rule`` (through :mod:`txops.fla`: the cache's ``[B, HV, K, V]`` state passed as its
   transposed view), decode runs ``txops.recurrent_gated_delta_rule`` on the cache's recurrent state in place (the
   layer copies the returned state into that same tensor right after, so nothing else changes). GQA stays as the
-  model does it (q / k repeated before the call). Inputs are taken to fp32 as the stock functions do.
+  model does it (q / k repeated before the call). Inputs are taken to fp32 as the stock functions do. The prefill
+  is differentiable (txops' backward, ``chunk_gated_delta_rule_grad``): training runs txops too.
 * ``apply_rotary_pos_emb_interleave`` (DeepSeek-V3 / V3.2 and the copies of it): ``txops.interleave_rope`` on q
   and k (de-interleave, then rotate-half), differentiable.
 * ``apply_rotary_pos_emb`` (Llama and the many models with the same function, and the partial-rotary form of
@@ -22,8 +23,8 @@ A function is replaced only where its code (docstring and decorators aside) is e
 installed transformers (``qwen3_next``, ``llama``, ``deepseek_v3``), so a model with a different variant keeps
 its own. Every replacement falls back to the stock function (the plain PyTorch one for CPU tensors) whenever
 txops cannot take the call: a tensor not on the CPU, a dtype other than fp32 / fp16 / bf16, mixed dtypes the
-stock code would promote, shapes txops refuses, and, for the gated delta rule (no backward in txops), a call
-autograd must record (training Qwen3-Next runs the stock code).
+stock code would promote, shapes txops refuses, and, for the decode recurrence (txops' decode operator has no
+backward), a call autograd must record.
 """
 from __future__ import annotations
 
@@ -86,13 +87,15 @@ def _stock_for(tensor, original):
 
 # ---- the gated delta rule --------------------------------------------------------------------------------------
 
-def _gdr_supported(query, key, value, g, beta, initial_state):
+def _gdr_supported(query, key, value, g, beta, initial_state, differentiable):
+    """Whether txops takes the call; `differentiable`: the txops path has a backward (prefill), else a call that
+    autograd must record goes to the stock code."""
     tensors = [query, key, value, g, beta] + ([] if initial_state is None else [initial_state])
     if not _on_cpu(*tensors):
         return False
     if any(t.dtype not in _float_dtypes() for t in tensors):
         return False
-    if _grad_needed(*tensors):
+    if not differentiable and _grad_needed(*tensors):
         return False
     return query.dim() == 4 and key.dim() == 4 and value.dim() == 4 and query.shape[-1] <= 256 \
         and value.shape[-1] <= 256
@@ -149,7 +152,7 @@ def _make_chunk(original):
     @functools.wraps(original)
     def torch_chunk_gated_delta_rule(query, key, value, g, beta, chunk_size=64, initial_state=None,
                                      output_final_state=False, use_qk_l2norm_in_kernel=False, **kwargs):
-        if _gdr_supported(query, key, value, g, beta, initial_state):
+        if _gdr_supported(query, key, value, g, beta, initial_state, True):
             try:
                 return _txops_chunk(query, key, value, g, beta, initial_state, output_final_state,
                                     use_qk_l2norm_in_kernel, kwargs.get("cu_seqlens"))
@@ -165,7 +168,7 @@ def _make_recurrent(original):
     @functools.wraps(original)
     def torch_recurrent_gated_delta_rule(query, key, value, g, beta, initial_state=None, output_final_state=False,
                                          use_qk_l2norm_in_kernel=False, **kwargs):
-        if _gdr_supported(query, key, value, g, beta, initial_state):
+        if _gdr_supported(query, key, value, g, beta, initial_state, False):
             try:
                 return _txops_recurrent(query, key, value, g, beta, initial_state, output_final_state,
                                         use_qk_l2norm_in_kernel, kwargs.get("cu_seqlens"))
