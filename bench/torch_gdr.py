@@ -293,17 +293,29 @@ class Peers:
         return recurrent_decode(*a, token=TF_RECURRENT)
 
 
+class CaseInputs:
+    """The inputs of one record, the same for every peer and for txops (one seeded generator, drawn in one order):
+    dims, dtype, scale, T, q, k, v, beta, g; then `gen` draws the state (pool) and nothing else."""
+
+    def __init__(self, rec):
+        dims, tags = tc.parse_shape(rec["shape"])
+        self.dims, self.tags, self.dtype = dims, tags, DTYPES[rec["dtype"]]
+        self.gen = torch.Generator().manual_seed(2)
+        Dk = dims["Dk"]
+        self.scale = 1.0 / math.sqrt(Dk)
+        T = self.T = dims["T"] if rec["op"] == "chunk_gated_delta_rule" else dims["B"]
+        self.q = unit_rows((T, dims["Nk"], Dk), self.dtype, self.gen)
+        self.k = unit_rows((T, dims["Nk"], Dk), self.dtype, self.gen)
+        self.v = (torch.rand(T, dims["Nv"], dims["Dv"], generator=self.gen) * 2 - 1).to(self.dtype)
+        self.beta = (torch.rand(T, dims["Nv"], generator=self.gen) * 0.9 + 0.05).to(self.dtype)
+        self.g = -torch.rand(T, dims["Nv"], generator=self.gen) * 0.2
+
+
 def build(rec, peers):
-    dims, tags = tc.parse_shape(rec["shape"])
-    dtype = DTYPES[rec["dtype"]]
-    gen = torch.Generator().manual_seed(2)
+    c = CaseInputs(rec)
+    dims, tags, dtype, gen, scale, T = c.dims, c.tags, c.dtype, c.gen, c.scale, c.T
     Nk, Nv, Dk, Dv = dims["Nk"], dims["Nv"], dims["Dk"], dims["Dv"]
-    scale = 1.0 / math.sqrt(Dk)
-    T = dims["T"] if rec["op"] == "chunk_gated_delta_rule" else dims["B"]
-    q, k = unit_rows((T, Nk, Dk), dtype, gen), unit_rows((T, Nk, Dk), dtype, gen)
-    v = (torch.rand(T, Nv, Dv, generator=gen) * 2 - 1).to(dtype)
-    beta = (torch.rand(T, Nv, generator=gen) * 0.9 + 0.05).to(dtype)
-    g = -torch.rand(T, Nv, generator=gen) * 0.2
+    q, k, v, beta, g = c.q, c.k, c.v, c.beta, c.g
     if rec["op"] == "chunk_gated_delta_rule":
         lens = sequence_lengths(T, dims["B"], tags[0] if tags else "equal")
         init = ((torch.rand(len(lens), Nv, Dv, Dk, generator=gen) * 2 - 1) * 0.1).to(dtype)
@@ -325,16 +337,10 @@ def build_txops(rec):
         import txops
     except ImportError:
         return None
-    dims, tags = tc.parse_shape(rec["shape"])
-    dtype = DTYPES[rec["dtype"]]
-    gen = torch.Generator().manual_seed(2)
+    c = CaseInputs(rec)
+    dims, tags, dtype, gen, scale, T = c.dims, c.tags, c.dtype, c.gen, c.scale, c.T
     Nk, Nv, Dk, Dv = dims["Nk"], dims["Nv"], dims["Dk"], dims["Dv"]
-    scale = 1.0 / math.sqrt(Dk)
-    T = dims["T"] if rec["op"] == "chunk_gated_delta_rule" else dims["B"]
-    q, k = unit_rows((T, Nk, Dk), dtype, gen), unit_rows((T, Nk, Dk), dtype, gen)
-    v = (torch.rand(T, Nv, Dv, generator=gen) * 2 - 1).to(dtype)
-    beta = (torch.rand(T, Nv, generator=gen) * 0.9 + 0.05).to(dtype)
-    g = -torch.rand(T, Nv, generator=gen) * 0.2
+    q, k, v, beta, g = c.q, c.k, c.v, c.beta, c.g
     out = torch.empty(v.shape, dtype=dtype)
     if rec["op"] == "chunk_gated_delta_rule":
         lens = sequence_lengths(T, dims["B"], tags[0] if tags else "equal")

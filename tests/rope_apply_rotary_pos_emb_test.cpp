@@ -122,17 +122,7 @@ TEST_P(ApplyRotaryPosEmbOnIsa, BitIdenticalForOneToFourThreads) {
     c.cos_batch_one = variant % 2 == 1, c.mode = variant == 2 ? RotaryMode::kInterleave : RotaryMode::kHalf;
     // q + k = 131072 channels: enough for the planner to use 4 threads (>= 32K channels per thread).
     c.q_dtype = DType::kBF16, c.cs_dtype = DType::kF32, c.B = 4, c.S = 8, c.Nq = 28, c.Nk = 4, c.D = 128;
-    std::vector<uint64_t> first;
-    for (int threads = 1; threads <= 4; ++threads) {
-      ScopedThreads scoped_threads(threads);
-      std::vector<uint64_t> bits;
-      if (!budget.check(run_case(c, &bits), c.describe())) return;
-      // Each count is its own partition: the plan split the work `threads` ways and OpenMP ran that many
-      // threads (whatever the core count: support/isa_threads.h).
-      EXPECT_TRUE(ran_on_threads(threads)) << c.describe();
-      if (threads == 1) first = bits;
-      EXPECT_TRUE(bits == first) << c.describe() << ": outputs differ from the 1-thread result";
-    }
+    if (!expect_bit_identical_for_one_to_four_threads(c, &budget)) return;
   }
 }
 

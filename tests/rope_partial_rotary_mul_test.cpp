@@ -122,17 +122,7 @@ TEST_P(PartialRotaryMulOnIsa, BitIdenticalForOneToFourThreads) {
     c.x_dtype = DType::kF16, c.cs_dtype = DType::kF32;
     // 131072 rotated channels: enough for the planner to use 4 threads (>= 32K channels per thread).
     c.B = 2, c.S = 32, c.N = 16, c.D = 136, c.start = 3, c.end = 131, c.Bc = 2, c.Sc = 32, c.Nc = 1;
-    std::vector<uint64_t> first;
-    for (int threads = 1; threads <= 4; ++threads) {
-      ScopedThreads scoped_threads(threads);
-      std::vector<uint64_t> bits;
-      if (!budget.check(run_case(c, &bits), c.describe())) return;
-      // Each count is its own partition: the plan split the work `threads` ways and OpenMP ran that many
-      // threads (whatever the core count: support/isa_threads.h).
-      EXPECT_TRUE(ran_on_threads(threads)) << c.describe();
-      if (threads == 1) first = bits;
-      EXPECT_TRUE(bits == first) << c.describe() << ": output differs from the 1-thread result";
-    }
+    if (!expect_bit_identical_for_one_to_four_threads(c, &budget)) return;
   }
 }
 

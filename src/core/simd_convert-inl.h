@@ -132,6 +132,29 @@ HWY_INLINE void StoreScalarF32(float v, hwy::float16_t* p) {
   hwy::CopyBytes<2>(&b, p);
 }
 
+// A row of `count` elements `stride` apart as fp32 into dst (vector loads when stride is 1), then zeros up to
+// `padded`; and back, rounding as above. The vector body and the scalar tail give the same bits.
+template <class T>
+HWY_INLINE void LoadRowF32(const T* src, int64_t stride, int64_t count, int64_t padded, float* dst) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  if (stride == 1)
+    for (; j + N <= count; j += N) hn::StoreU(LoadF32(df, src + j), df, dst + j);
+  for (; j < count; ++j) dst[j] = LoadScalarF32(src + j * stride);
+  for (; j < padded; ++j) dst[j] = 0.0f;
+}
+
+template <class T>
+HWY_INLINE void StoreRowF32(const float* src, int64_t count, T* dst, int64_t stride) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  if (stride == 1)
+    for (; j + N <= count; j += N) StoreF32(df, hn::LoadU(df, src + j), dst + j);
+  for (; j < count; ++j) StoreScalarF32(src[j], dst + j * stride);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace txops
 HWY_AFTER_NAMESPACE();

@@ -77,6 +77,23 @@ class FailureBudget {
   int left_;
 };
 
+// Runs case `c` with 1, 2, 3 and 4 threads and expects every output bit-identical to the 1-thread run. Each count
+// is its own partition: ran_on_threads checks that the plan split the work that many ways and OpenMP ran that
+// many threads (whatever the core count: support/isa_threads.h). False when the budget says stop.
+template <class Case>
+bool expect_bit_identical_for_one_to_four_threads(const Case& c, FailureBudget* budget) {
+  std::vector<uint64_t> first;
+  for (int threads = 1; threads <= 4; ++threads) {
+    ScopedThreads scoped_threads(threads);
+    std::vector<uint64_t> bits;
+    if (!budget->check(run_case(c, &bits), c.describe())) return false;
+    EXPECT_TRUE(ran_on_threads(threads)) << c.describe();
+    if (threads == 1) first = bits;
+    EXPECT_TRUE(bits == first) << c.describe() << ": outputs differ from the 1-thread result";
+  }
+  return true;
+}
+
 // The dtype pairings (activations, cos/sin) the ops accept: same dtype, and fp32 cos/sin with 16-bit
 // activations; `any_pairing` adds the others (InplacePartialRotaryMul accepts any pairing).
 std::vector<std::pair<DType, DType>> dtype_pairings(bool any_pairing);

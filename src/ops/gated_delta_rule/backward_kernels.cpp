@@ -41,28 +41,7 @@ HWY_INLINE float Reduce(DF df, const VF (&acc)[A]) {
   if constexpr (A == 4) return Reduce(df, hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3])));
 }
 
-// ---- loads and stores of strided rows (as the forward kernels) ----
-template <class T>
-void LoadRowF32(const T* src, int64_t stride, int64_t count, int64_t padded, float* dst) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  int64_t j = 0;
-  if (stride == 1)
-    for (; j + N <= count; j += N) hn::StoreU(LoadF32(df, src + j), df, dst + j);
-  for (; j < count; ++j) dst[j] = LoadScalarF32(src + j * stride);
-  for (; j < padded; ++j) dst[j] = 0.0f;
-}
-
-template <class T>
-void StoreRowF32(const float* src, int64_t count, T* dst, int64_t stride) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  int64_t j = 0;
-  if (stride == 1)
-    for (; j + N <= count; j += N) StoreF32(df, hn::LoadU(df, src + j), dst + j);
-  for (; j < count; ++j) StoreScalarF32(src[j], dst + j * stride);
-}
-
+// (strided row loads and stores: LoadRowF32 / StoreRowF32 of core/simd_convert-inl.h)
 template <class T>
 T* At(const TensorView& v, int64_t i0, int64_t i1) {
   return static_cast<T*>(v.data) + i0 * v.strides[0] + i1 * v.strides[1];

@@ -22,21 +22,11 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "ops/gated_delta_rule/reference_access.h"
 
 namespace txops {
 namespace reference {
 namespace {
-
-double at(const TensorView& v, int64_t i0, int64_t i1) {
-  return load_f64(v.data, v.dtype, i0 * v.strides[0] + i1 * v.strides[1]);
-}
-double at(const TensorView& v, int64_t i0, int64_t i1, int64_t i2) {
-  return load_f64(v.data, v.dtype, i0 * v.strides[0] + i1 * v.strides[1] + i2 * v.strides[2]);
-}
-double at(const TensorView& v, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-  return load_f64(v.data, v.dtype,
-                  i0 * v.strides[0] + i1 * v.strides[1] + i2 * v.strides[2] + i3 * v.strides[3]);
-}
 
 using Vec = std::vector<double>;  // a vector, or a Dv x Dk matrix row-major
 

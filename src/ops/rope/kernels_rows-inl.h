@@ -29,8 +29,10 @@ namespace rope {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using txops::HWY_NAMESPACE::LoadF32;
+using txops::HWY_NAMESPACE::LoadRowF32;
 using txops::HWY_NAMESPACE::LoadScalarF32;
 using txops::HWY_NAMESPACE::StoreF32;
+using txops::HWY_NAMESPACE::StoreRowF32;
 using txops::HWY_NAMESPACE::StoreScalarF32;
 using txops::HWY_NAMESPACE::StreamF32;
 
@@ -104,23 +106,14 @@ HWY_INLINE void RotatedInputF32(RotaryMode mode, const float* x, float* r, int64
   }
 }
 
-template <class T>
-HWY_INLINE void LoadRowF32(const T* p, int64_t step, int64_t n, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = LoadScalarF32(p + i * step);
-}
-template <class T>
-HWY_INLINE void StoreRowF32(const float* src, int64_t n, T* p, int64_t step) {
-  for (int64_t i = 0; i < n; ++i) StoreScalarF32(src[i], p + i * step);
-}
-
 template <class TX, class TC>
 void RotateRowStrided(const RotationConfig& cfg, const RowStream& st, const TX* in, TX* out, const TC* c,
                       const TC* s) {
   const int64_t n = cfg.width;
   float xb[kMaxWidth], cb[kMaxWidth], sb[kMaxWidth], yb[kMaxWidth];
-  LoadRowF32(in, st.step[kIn], n, xb);
-  LoadRowF32(c, st.step[kCos], n, cb);
-  LoadRowF32(s, st.step[kSin], n, sb);
+  LoadRowF32(in, st.step[kIn], n, n, xb);
+  LoadRowF32(c, st.step[kCos], n, n, cb);
+  LoadRowF32(s, st.step[kSin], n, n, sb);
   RotateRowF32(cfg.mode, cfg.backward, xb, cb, sb, yb, n);
   StoreRowF32(yb, n, out, st.step[kOut]);
 }
@@ -130,10 +123,10 @@ void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* i
                     const TC* c, int64_t c_step, const TC* s, int64_t s_step, float* acc_c, float* acc_s) {
   const int64_t n = cfg.width;
   float db[kMaxWidth], xb[kMaxWidth], cb[kMaxWidth], sb[kMaxWidth], yb[kMaxWidth];
-  LoadRowF32(in, side.step[0], n, db);
-  LoadRowF32(x, side.step[2], n, xb);
-  LoadRowF32(c, c_step, n, cb);
-  LoadRowF32(s, s_step, n, sb);
+  LoadRowF32(in, side.step[0], n, n, db);
+  LoadRowF32(x, side.step[2], n, n, xb);
+  LoadRowF32(c, c_step, n, n, cb);
+  LoadRowF32(s, s_step, n, n, sb);
   RotateRowF32(cfg.mode, /*bwd=*/true, db, cb, sb, yb, n);
   for (int64_t j = 0; j < n; ++j) acc_c[j] = std::fma(db[j], xb[j], acc_c[j]);
   float* rotated = cb;  // cos is no longer needed
