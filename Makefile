@@ -124,9 +124,12 @@ bench: build python $(VENV)/requirements-bench.txt
 
 # The wheel (scikit-build-core, build dir build-py/, no build isolation: the build requirements are in .venv/),
 # installed into .venv/. Elsewhere: pip install . (python/README.md).
-python: deps $(VENV)/requirements.txt
+# The wheel's module links build/'s libtxops_internal.a (TXOPS_PREBUILT_INTERNAL, CMakeLists.txt): the library is
+# compiled once for both (a plain `pip install .` compiles it itself).
+python: build $(VENV)/requirements.txt
 	rm -f $(PY_BUILD)/dist/txops-*.whl
-	$(VENV)/bin/python -m pip wheel -qq --no-build-isolation --no-deps -C build-dir=$(PY_BUILD) -w $(PY_BUILD)/dist .
+	$(VENV)/bin/python -m pip wheel -qq --no-build-isolation --no-deps -C build-dir=$(PY_BUILD) \
+	  -C cmake.define.TXOPS_PREBUILT_INTERNAL=$(abspath $(BUILD))/libtxops_internal.a -w $(PY_BUILD)/dist .
 	$(VENV)/bin/python -m pip install -qq --no-deps --force-reinstall $(PY_BUILD)/dist/txops-*.whl
 
 install: build
