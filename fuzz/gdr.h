@@ -43,8 +43,9 @@ GdrShape decode_gdr_shape(Session& s, int64_t short_len, int64_t long_len, const
   g.Dv = s.pick(dims, "shape", "Dv");
   const int64_t T = std::max<int64_t>(g.T, 1);
   // elements (one activation, one state) and work (T * Nv * Dk * Dv multiply-adds, ~4 passes) stay small: a
-  // sanitized scalar chunked kernel runs ~1 ns per multiply-add
-  constexpr int64_t kMaxWork = int64_t{1} << 19;
+  // sanitized scalar chunked kernel runs ~1 ns per multiply-add. 2^17 still reaches several chunks (T = 512 at
+  // Nv = 1, Dk = Dv = 16) and the largest head dims (Dk = Dv = 256 for 2 tokens); 2^19 ran ~110 inputs/s.
+  constexpr int64_t kMaxWork = int64_t{1} << 17;
   while (sat_mul(sat_mul(T, g.Nv), std::max(g.Dk, g.Dv)) > kMaxElements ||
          sat_mul(sat_mul(g.B, g.Nv), sat_mul(g.Dk, g.Dv)) > kMaxElements ||
          sat_mul(sat_mul(T, g.Nv), sat_mul(g.Dk, g.Dv)) > kMaxWork) {

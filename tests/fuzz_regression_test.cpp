@@ -126,6 +126,65 @@ TEST(FuzzRegression, MisalignedDataIsRefusedInPhaseOne) {
   aclrtFree(cs);
 }
 
+// --- fuzz_chunk_gated_delta_rule (and the other targets): a data pointer one past its block ------------------
+// A tensor whose data pointer is the end of its aclrtMalloc block (block + size) was not matched to the block
+// (blocks held [base, base + size)), so it counted as foreign memory and was not checked: the op read
+// actualSeqLengths past the block (ASan heap-buffer-overflow in validate.cpp). The end now belongs to the block,
+// with 0 bytes left in it.
+TEST(FuzzRegression, DataPointerAtTheEndOfItsBlockIsChecked) {
+  const int64_t dims[4] = {1, 1, 2, 64}, cdims[4] = {1, 1, 1, 64};
+  void* block = nullptr;
+  void* cs = nullptr;
+  ASSERT_EQ(aclrtMalloc(&block, 2 * 64 * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&cs, 64 * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  std::memset(cs, 0, 64 * 4);
+  aclTensor* x = aclCreateTensor(dims, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dims, 4,
+                                 static_cast<char*>(block) + 2 * 64 * 4);
+  aclTensor* c = aclCreateTensor(cdims, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, cdims, 4, cs);
+  ASSERT_NE(x, nullptr) << aclGetRecentErrMsg();
+  ASSERT_NE(c, nullptr) << aclGetRecentErrMsg();
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  EXPECT_EQ(aclnnInterleaveRopeGetWorkspaceSize(x, c, c, x, &ws, &ex), ACLNN_ERR_PARAM_INVALID);
+  const std::string msg = aclGetRecentErrMsg();
+  EXPECT_NE(msg.find("x storage needs 512 bytes (128 elements of fp32) but its aclrtMalloc block has 0 bytes from "
+                     "the data pointer on"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(ex, nullptr);
+  // aclrtMemset / aclrtMemcpy at the end of the block: nothing may be written there
+  EXPECT_NE(aclrtMemset(static_cast<char*>(block) + 2 * 64 * 4, 4, 0, 4), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemset(static_cast<char*>(block) + 2 * 64 * 4, 0, 0, 0), ACL_SUCCESS);
+  aclDestroyTensor(x);
+  aclDestroyTensor(c);
+  aclrtFree(block);
+  aclrtFree(cs);
+}
+
+// --- every target: an empty view with a huge offset ---------------------------------------------------------------
+// An empty view reaches no element, so aclCreateTensor accepts any offset for it; phase one then formed the data
+// pointer as offset * element size, which overflowed int64 for offsets near 2^63 (UBSan, acl_tensor.cpp). An
+// empty view's data pointer is now its storage's.
+TEST(FuzzRegression, EmptyViewWithAHugeOffset) {
+  const int64_t dims[4] = {1, 0, 1, 64}, storage[1] = {64}, cdims[4] = {1, 1, 1, 64};
+  std::vector<float> mem(64, 1.0f), cmem(64, 0.5f);
+  aclTensor* x = aclCreateTensor(dims, 4, ACL_FLOAT, nullptr, INT64_MAX, ACL_FORMAT_ND, storage, 1, mem.data());
+  aclTensor* c = aclCreateTensor(cdims, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, cdims, 4, cmem.data());
+  ASSERT_NE(x, nullptr) << aclGetRecentErrMsg();
+  ASSERT_NE(c, nullptr) << aclGetRecentErrMsg();
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  const aclnnStatus st = aclnnInterleaveRopeGetWorkspaceSize(x, c, c, x, &ws, &ex);
+  if (st == ACLNN_SUCCESS) {
+    EXPECT_EQ(aclnnInterleaveRope(nullptr, 0, ex, nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  } else {
+    EXPECT_NE(std::string(aclGetRecentErrMsg()).find("aclnnInterleaveRope"), std::string::npos);
+  }
+  EXPECT_TRUE(std::all_of(mem.begin(), mem.end(), [](float v) { return v == 1.0f; }));
+  aclDestroyTensor(x);
+  aclDestroyTensor(c);
+}
+
 // --- fuzz_chunk_gated_delta_rule: a NaN gate on the scalar chunked kernel --------------------------------------
 // The chunked kernel forms exp(G_i - G_j) with Highway's Exp, whose SCALAR version converts its argument to int:
 // a NaN in g (any caller data) was a NaN-to-int conversion, undefined behaviour (UBSan). NaN now maps to NaN.

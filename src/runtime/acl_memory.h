@@ -17,7 +17,7 @@ struct RuntimeBlock {
   const char* kind = "";     // "aclrtMalloc" or "aclrtMallocHost"
 };
 
-// True (and *block filled) when p lies inside a live block the runtime allocated.
+// True (and *block filled) when p lies inside a live block the runtime allocated, or just past its last byte.
 bool find_runtime_block(const void* p, RuntimeBlock* block);
 
 // The runtime blocks an executor's tensors point into, recorded by phase one (tensor_to_view) so that phase two

@@ -67,12 +67,14 @@ void* aligned_block(size_t size) {
   return std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
 }
 
-// The block of `blocks` whose [base, base + size) holds p, if any.
+// The block of `blocks` whose [base, base + size] holds p, if any. The end itself counts (a pointer one past a
+// block's last byte has 0 bytes of it left, and is no foreign memory to be trusted); a block starting exactly
+// there comes first (upper_bound).
 bool block_holding(const std::map<uintptr_t, size_t>& blocks, uintptr_t p, txops::RuntimeBlock* block) {
   auto it = blocks.upper_bound(p);
   if (it == blocks.begin()) return false;
   --it;
-  if (p - it->first >= it->second) return false;
+  if (p - it->first > it->second) return false;
   block->base = it->first;
   block->size = it->second;
   return true;

@@ -259,8 +259,10 @@ Status tensor_to_view(const aclTensor* tensor, const char* param, TensorView* vi
       }
     }
   }
+  // An empty view reaches nothing, so any offset was accepted for it: its data pointer is the storage's (the
+  // offset in bytes could overflow). A non-empty one lies inside its storage (checked above).
   char* base = static_cast<char*>(tensor->storage);
-  void* data = base ? base + tensor->offset * static_cast<int64_t>(dtype_size(dtype)) : nullptr;
+  void* data = base && extent.numel > 0 ? base + tensor->offset * static_cast<int64_t>(elem) : base;
   *view = TensorView::make(data, dtype, ndim, tensor->view_dims.data(), tensor->strides.data());
   return Status();
 }
