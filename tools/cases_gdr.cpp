@@ -1,9 +1,11 @@
 // cases_gdr.cpp — the gated delta rule suites of docs/measurement.md as bench cases: qwen3-next-prefill
 // (ChunkGatedDeltaRule, Nk=16, Nv=32, Dk=Dv=128: one sequence of T, B equal sequences, B ragged ones; and one
 // sequence on one head, Nk=Nv=1, the chunk-parallel case) and
-// qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool). bf16 by default (q, k,
-// v, beta, out and the states share the dtype; g is fp32); fp32 on request.
-// FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm. Bytes: every input and output once;
+// qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool), and qwen3-next-train (the
+// prefill's backward, chunk_gated_delta_rule_grad, on the prefill shapes: one sequence, equal, ragged). bf16 by
+// default (q, k, v, beta, out and the states share the dtype; g is fp32); fp32 on request.
+// FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm (the backward: 25*Dk*Dv, the count of
+// src/ops/gated_delta_rule/README.md "Backward"). Bytes: every input and output once;
 // decode's state traffic counts each touched state read once and written once per token.
 // The fp64 token loop is slow for prefill shapes (~26 GFLOP), so the reference covers the first key heads
 // (and their value-head groups) within a fixed budget; heads are independent, so this checks the same code.
@@ -12,6 +14,7 @@
 
 #include "bench_case.h"
 #include "ops/gated_delta_rule/reference.h"
+#include "ops/gated_delta_rule/reference_backward.h"
 
 namespace txops {
 namespace bench {
@@ -185,6 +188,75 @@ class RecurrentGdrCase : public BenchCase {
   std::vector<double> ref_out_, ref_state_;
 };
 
+// The prefill's backward on the prefill's shapes: gradOut and gradFinalState random, every gradient written (dg
+// included). The reference (fp64, every state of a sequence kept: T * Dv * Dk doubles per value head at a time)
+// covers the first key head and its value heads, whatever the budgets say: the backward's heads are independent
+// as the forward's, its tokens are not.
+class ChunkGdrGradCase : public BenchCase {
+ public:
+  ChunkGdrGradCase(const CaseSpec& spec, const Dims& d) {
+    const int64_t T = d.get("T"), B = d.get("B"), Nk = d.get("Nk"), Nv = d.get("Nv"), Dk = d.get("Dk"),
+                  Dv = d.get("Dv");
+    const DType dt = spec.dtype;
+    for (HostTensor* t : {&q_, &k_, &dq_, &dk_}) *t = HostTensor(dt, {T, Nk, Dk});
+    for (HostTensor* t : {&v_, &dout_, &dv_}) *t = HostTensor(dt, {T, Nv, Dv});
+    beta_ = HostTensor(dt, {T, Nv});
+    dbeta_ = HostTensor(dt, {T, Nv});
+    g_ = HostTensor(DType::kF32, {T, Nv});
+    dg_ = HostTensor(DType::kF32, {T, Nv});
+    for (HostTensor* t : {&init_, &dfinal_, &dinit_}) *t = HostTensor(dt, {B, Nv, Dv, Dk});
+    lens_ = int32_tensor(sequence_lengths(T, B, spec.variant));
+    fill_unit_rows(&q_, 71);
+    fill_unit_rows(&k_, 72);
+    fill_uniform(&v_, 73, -1, 1);
+    fill_uniform(&beta_, 74, 0.05f, 0.95f);
+    fill_uniform(&g_, 75, -0.2f, -0.001f);
+    fill_uniform(&init_, 76, -0.1f, 0.1f);
+    fill_uniform(&dout_, 77, -1, 1);
+    fill_uniform(&dfinal_, 78, -0.1f, 0.1f);
+    scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
+    tokens = T;
+    flops = 25.0 * Dk * Dv * T * Nv;
+    bytes = 0;
+    for (const HostTensor* t : {&q_, &k_, &v_, &beta_, &g_, &init_, &dout_, &dfinal_, &dq_, &dk_, &dv_, &dbeta_,
+                                &dg_, &dinit_, &lens_})
+      bytes += tb(*t);
+    nvh_ = Nv / Nk;
+    if (Nk > 1) check_note = heads_note(1, Nk, Nv);
+  }
+  void compute_reference() override {
+    const TensorView g = narrow(g_.view, 1, nvh_), dfinal = narrow(dfinal_.view, 1, nvh_);
+    reference::chunk_gated_delta_rule_grad(narrow(q_.view, 1, 1), narrow(k_.view, 1, 1), narrow(v_.view, 1, nvh_),
+                                           narrow(beta_.view, 1, nvh_), narrow(init_.view, 1, nvh_), lens_.view, &g,
+                                           scale_, narrow(dout_.view, 1, nvh_), &dfinal, &ref_);
+  }
+  Status run() override {
+    return chunk_gated_delta_rule_grad(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view,
+                                       scale_, dout_.view, &dfinal_.view, dq_.view, dk_.view, dv_.view, dbeta_.view,
+                                       &dg_.view, dinit_.view);
+  }
+  std::vector<TensorView> outputs() const override {
+    return {dq_.view, dk_.view, dv_.view, dbeta_.view, dg_.view, dinit_.view};
+  }
+  CheckResult check() override {
+    CheckResult r;
+    r.passed = true;
+    accumulate_check("dq", narrow(dq_.view, 1, 1), ref_.query, "gdr_backward", &r);
+    accumulate_check("dk", narrow(dk_.view, 1, 1), ref_.key, "gdr_backward", &r);
+    accumulate_check("dv", narrow(dv_.view, 1, nvh_), ref_.value, "gdr_backward", &r);
+    accumulate_check("dbeta", narrow(dbeta_.view, 1, nvh_), ref_.beta, "gdr_backward", &r);
+    accumulate_check("dg", narrow(dg_.view, 1, nvh_), ref_.g, "gdr_backward", &r);
+    accumulate_check("dInitialState", narrow(dinit_.view, 1, nvh_), ref_.initial_state, "gdr_backward", &r);
+    return r;
+  }
+
+ private:
+  HostTensor q_, k_, v_, beta_, g_, init_, dout_, dfinal_, dq_, dk_, dv_, dbeta_, dg_, dinit_, lens_;
+  float scale_;
+  int64_t nvh_;
+  reference::GdrGradients ref_;
+};
+
 template <class Case>
 std::unique_ptr<BenchCase> make_case(const CaseSpec& spec, const Dims& dims) {
   return std::unique_ptr<BenchCase>(new Case(spec, dims));
@@ -213,6 +285,12 @@ std::vector<CaseSpec> gdr_suites(bool quick) {
                      : Dims{{"T", p.T}, {"B", p.B}, {"Nk", p.Nk}, {"Nv", p.Nv}, {"Dk", 128}, {"Dv", 128}};
       s.make = make_case<ChunkGdrCase>;
       specs.push_back(s);
+      if (std::string(p.variant) != "one_head") {  // the backward's items are (sequence, key head) pairs
+        s.suite = "qwen3-next-train";
+        s.op = "chunk_gated_delta_rule_grad";
+        s.make = make_case<ChunkGdrGradCase>;
+        specs.push_back(s);
+      }
     }
     CaseSpec s;
     s.suite = "qwen3-next-decode";

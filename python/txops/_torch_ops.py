@@ -354,7 +354,7 @@ def _setup_chunk_gated_delta_rule(ctx, inputs, output):
 def _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state):
     query, key, value, beta, initial_state, actual_seq_lengths, g = ctx.saved_tensors
     needs = ctx.needs_input_grad
-    if grad_out is None:  # autograd materializes unused outputs' grads as zeros; kept for other callers
+    if grad_out is None:  # autograd materializes an unused output's grad as zeros; None only if that is off
         grad_out = torch.zeros(_value_rows(value), dtype=query.dtype, device=query.device)
     if grad_out.dtype != query.dtype:
         grad_out = grad_out.to(query.dtype)
