@@ -78,12 +78,11 @@ aclnnStatus run_executor(const char* api_name, void* workspace, uint64_t workspa
     }
     RuntimeBlock ws_block;
     if (executor->workspace_size > 0 && find_runtime_block(workspace, &ws_block) &&
-        ws_block.size - (reinterpret_cast<uintptr_t>(workspace) - ws_block.base) < executor->workspace_size) {
+        ws_block.bytes_from(workspace) < executor->workspace_size) {
       return report(api_name, fail(StatusCode::kParamInvalid,
                                    "workspace needs %llu bytes but its aclrtMalloc block has %llu bytes from it on",
                                    static_cast<unsigned long long>(executor->workspace_size),
-                                   static_cast<unsigned long long>(
-                                       ws_block.size - (reinterpret_cast<uintptr_t>(workspace) - ws_block.base))));
+                                   static_cast<unsigned long long>(ws_block.bytes_from(workspace))));
     }
     const std::string freed = check_used_blocks(executor->used_blocks);
     if (!freed.empty()) return report(api_name, fail(StatusCode::kParamInvalid, "%s", freed.c_str()));

@@ -11,13 +11,23 @@
 
 namespace txops {
 
+// Every block is followed by at least kBlockGuard bytes of its own allocation (its rounding to 64 bytes, plus 64),
+// poisoned under AddressSanitizer: a pointer up to kBlockGuard bytes past a block's last byte lies in memory the
+// runtime allocated (never in a neighbour's), so it is matched to its block, with 0 bytes left.
+constexpr size_t kBlockGuard = 64;
+
 struct RuntimeBlock {
   uintptr_t base = 0;
   size_t size = 0;           // bytes the caller asked for
   const char* kind = "";     // "aclrtMalloc" or "aclrtMallocHost"
+  // The bytes of the block from p (a pointer find_runtime_block matched to it) to its end; 0 past the end.
+  size_t bytes_from(const void* p) const {
+    const uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
+    return offset >= size ? 0 : size - offset;
+  }
 };
 
-// True (and *block filled) when p lies inside a live block the runtime allocated, or just past its last byte.
+// True (and *block filled) when p lies inside a live block the runtime allocated, or in its guard.
 bool find_runtime_block(const void* p, RuntimeBlock* block);
 
 // The runtime blocks an executor's tensors point into, recorded by phase one (tensor_to_view) so that phase two

@@ -17,6 +17,22 @@
 #include "runtime/acl_memory.h"
 #include "runtime/acl_streams.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TXOPS_HAS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TXOPS_HAS_ASAN 1
+#endif
+#endif
+#ifdef TXOPS_HAS_ASAN
+#include <sanitizer/asan_interface.h>
+#define TXOPS_ASAN_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define TXOPS_ASAN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define TXOPS_ASAN_POISON(p, n) ((void)(p), (void)(n))
+#define TXOPS_ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace {
 
 struct Runtime {
@@ -53,28 +69,39 @@ size_t physical_memory() {
   return bytes;
 }
 
+// The bytes allocated for a block of `size`: rounded up to 64, plus the guard (acl_memory.h).
+size_t allocated_bytes(size_t size) { return (size + 63) / 64 * 64 + txops::kBlockGuard; }
+
 void* aligned_block(size_t size) {
   if (size > physical_memory()) return nullptr;
-  const size_t rounded = (size + 63) / 64 * 64;
+  const size_t bytes = allocated_bytes(size);
   void* p = nullptr;
-  if (rounded >= (2u << 20)) {
-    if (posix_memalign(&p, 2u << 20, rounded) != 0) return nullptr;
+  if (bytes >= (2u << 20)) {
+    if (posix_memalign(&p, 2u << 20, bytes) != 0) return nullptr;
 #ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE);
+    madvise(p, bytes, MADV_HUGEPAGE);
 #endif
-    return p;
+  } else {
+    p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) return nullptr;
   }
-  return std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  // an access past the caller's bytes is still an AddressSanitizer report
+  TXOPS_ASAN_POISON(static_cast<char*>(p) + size, bytes - size);
+  return p;
 }
 
-// The block of `blocks` whose [base, base + size] holds p, if any. The end itself counts (a pointer one past a
-// block's last byte has 0 bytes of it left, and is no foreign memory to be trusted); a block starting exactly
-// there comes first (upper_bound).
+void release_block(void* p, size_t size) {
+  TXOPS_ASAN_UNPOISON(p, allocated_bytes(size));
+  std::free(p);
+}
+
+// The block of `blocks` whose [base, base + size + kBlockGuard) holds p, if any: its bytes, or its guard (memory
+// of the same allocation, so no other object's).
 bool block_holding(const std::map<uintptr_t, size_t>& blocks, uintptr_t p, txops::RuntimeBlock* block) {
   auto it = blocks.upper_bound(p);
   if (it == blocks.begin()) return false;
   --it;
-  if (p - it->first > it->second) return false;
+  if (p - it->first >= it->second + txops::kBlockGuard) return false;
   block->base = it->first;
   block->size = it->second;
   return true;
@@ -141,7 +168,7 @@ namespace {
 bool fits_in_block(const void* p, size_t count, const char* api, const char* param) {
   txops::RuntimeBlock block;
   if (!txops::find_runtime_block(p, &block)) return true;
-  const size_t available = block.size - (reinterpret_cast<uintptr_t>(p) - block.base);
+  const size_t available = block.bytes_from(p);
   if (count <= available) return true;
   txops::set_recent_error(std::string(api) + ": count must be <= the " + std::to_string(available) +
                           " bytes left in " + param + "'s " + block.kind + " block, got " + std::to_string(count));
@@ -308,27 +335,37 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
 
 aclError aclrtFree(void* devPtr) {
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be null");
+  size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(runtime().mutex);
-    if (runtime().device_blocks.erase(reinterpret_cast<uintptr_t>(devPtr)) == 0) {
+    auto& blocks = runtime().device_blocks;
+    const auto it = blocks.find(reinterpret_cast<uintptr_t>(devPtr));
+    if (it == blocks.end()) {
       return fail(ACL_ERROR_INVALID_PARAM,
                   "aclrtFree: devPtr was not returned by aclrtMalloc (or was already freed)");
     }
+    size = it->second;
+    blocks.erase(it);
   }
-  std::free(devPtr);
+  release_block(devPtr, size);
   return ACL_SUCCESS;
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
   if (hostPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be null");
+  size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(runtime().mutex);
-    if (runtime().host_blocks.erase(reinterpret_cast<uintptr_t>(hostPtr)) == 0) {
+    auto& blocks = runtime().host_blocks;
+    const auto it = blocks.find(reinterpret_cast<uintptr_t>(hostPtr));
+    if (it == blocks.end()) {
       return fail(ACL_ERROR_INVALID_PARAM,
                   "aclrtFreeHost: hostPtr was not returned by aclrtMallocHost (or was already freed)");
     }
+    size = it->second;
+    blocks.erase(it);
   }
-  std::free(hostPtr);
+  release_block(hostPtr, size);
   return ACL_SUCCESS;
 }
 

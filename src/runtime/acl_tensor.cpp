@@ -248,7 +248,7 @@ Status tensor_to_view(const aclTensor* tensor, const char* param, TensorView* vi
       note_used_block(param, block);  // phase two checks the block is still there
       const uint64_t needed = static_cast<uint64_t>(storage_numel) * elem;
       const uint64_t from = reinterpret_cast<uintptr_t>(tensor->storage) - block.base;
-      const uint64_t available = block.size - from;
+      const uint64_t available = block.bytes_from(tensor->storage);
       if (needed > available) {
         return fail(StatusCode::kParamInvalid,
                     "%s storage needs %llu bytes (%lld elements of %s) but its %s block has %llu bytes from the "
