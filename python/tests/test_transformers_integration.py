@@ -270,6 +270,24 @@ def test_qwen3_next_bf16_no_less_accurate_than_stock(stock):
     assert txops_error <= max(1.25 * stock_error, 2 ** -7), (txops_error, stock_error)
 
 
+def training_step(model, prompt, target):
+    """One training step's (loss, {parameter name: gradient}); the model is left in eval mode."""
+    model.train()
+    model.zero_grad()
+    loss = model(prompt, labels=target).loss
+    loss.backward()
+    model.eval()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def assert_same_step(loss, grads, expected_loss, expected_grads):
+    """Loss within 1e-5 and every parameter's gradient within 1e-4 relative of the stock step's."""
+    assert abs(loss.item() - expected_loss.item()) <= 1e-5 * abs(expected_loss.item())
+    assert grads.keys() == expected_grads.keys()
+    for name, grad in grads.items():
+        assert relative(grad, expected_grads[name]) <= 1e-4, name
+
+
 @pytest.mark.parametrize("make, kind", [(llama_model, "rope"), (deepseek_model, "interleave")])
 def test_generation_and_training_step_match_stock(stock, monkeypatch, make, kind):
     model, prompt = make(), prompt_of(24, seed=7)
@@ -277,25 +295,15 @@ def test_generation_and_training_step_match_stock(stock, monkeypatch, make, kind
     expected_tokens, expected_logits = greedy(model, prompt, 6)
     target = prompt_of(24, seed=8)
 
-    def training_step():
-        model.train()
-        model.zero_grad()
-        loss = model(prompt, labels=target).loss
-        loss.backward()
-        model.eval()
-        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    expected_loss, expected_grads = training_step()
+    expected_loss, expected_grads = training_step(model, prompt, target)
     tx.enable()
     with counting(monkeypatch) as calls:
         tokens, logits = greedy(model, prompt, 6)
         assert calls[kind] > 0
-        loss, grads = training_step()
+        loss, grads = training_step(model, prompt, target)
         assert calls["rope_functional" if kind == "rope" else "interleave"] > 0  # the autograd path ran txops
     assert torch.equal(tokens, expected_tokens) and relative(logits, expected_logits) <= 1e-4
-    assert abs(loss.item() - expected_loss.item()) <= 1e-5 * abs(expected_loss.item())
-    assert grads.keys() == expected_grads.keys()
-    for name, grad in grads.items():
-        assert relative(grad, expected_grads[name]) <= 1e-4, name
+    assert_same_step(loss, grads, expected_loss, expected_grads)
 
 
 def test_qwen3_next_training_step_matches_stock(stock, monkeypatch):
@@ -304,24 +312,14 @@ def test_qwen3_next_training_step_matches_stock(stock, monkeypatch):
     parameter's gradient within fp32 tolerance of stock transformers'."""
     model, prompt, target = qwen3_next_model(), prompt_of(150, seed=9), prompt_of(150, seed=10)
 
-    def training_step():
-        model.train()
-        model.zero_grad()
-        loss = model(prompt, labels=target).loss
-        loss.backward()
-        model.eval()
-        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    expected_loss, expected_grads = training_step()
+    expected_loss, expected_grads = training_step(model, prompt, target)
     tx.enable()
     with counting(monkeypatch) as calls:
-        loss, grads = training_step()
+        loss, grads = training_step(model, prompt, target)
     assert calls["chunk"] == 1  # the linear-attention layer's prefill ran txops, with autograd recording it
-    assert abs(loss.item() - expected_loss.item()) <= 1e-5 * abs(expected_loss.item())
-    assert grads.keys() == expected_grads.keys()
     linear = [n for n in grads if "linear_attn" in n]
     assert linear and all(grads[n].abs().max() > 0 for n in linear)
-    for name, grad in grads.items():
-        assert relative(grad, expected_grads[name]) <= 1e-4, name
+    assert_same_step(loss, grads, expected_loss, expected_grads)
 
 
 def test_docstring_examples(stock):
