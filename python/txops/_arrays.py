@@ -167,6 +167,23 @@ def written(*tensors):
         _increment_version(tensors)
 
 
+def plain_torch(*tensors):
+    """True when every one of `tensors` is a plain torch.Tensor (no subclass) that the extension reads as it is,
+    through the DLPack C exchange API: a wrapper may then pass them without export() and bump versions with
+    written_torch() (the hot path of small eager calls: ~0.6 us less per call)."""
+    if _to_dlpack is not _same:
+        return False
+    for t in tensors:
+        if type(t) is not _torch_tensor:
+            return False
+    return True
+
+
+def written_torch(*tensors):
+    """written() for tensors plain_torch() accepted."""
+    _increment_version(tensors)
+
+
 def is_torch(x):
     """True when x is a torch.Tensor (without importing torch)."""
     if _torch is None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _txops as _C
-from ._arrays import empty, export, export_output, grad_needed, torch_ops, traced_torch_ops, written
+from ._arrays import (empty, export, export_output, grad_needed, plain_torch, torch_ops, traced_torch_ops, written,
+                      written_torch)
 
 if TYPE_CHECKING:
     import numpy
@@ -96,6 +97,9 @@ def interleave_rope(x: Array, cos: Array, sin: Array, *, out: Optional[Array] = 
         if out is None:
             out = empty(x.shape, x.dtype, x)
             _C.interleave_rope(export(x), export(cos), export(sin), export(out))
+        elif plain_torch(x, cos, sin, out):  # the hot path of eager decode calls
+            _C.interleave_rope(x, cos, sin, out)
+            written_torch(out)
         else:
             _C.interleave_rope(export(x), export(cos), export(sin), export_output(out, "out"))
             written(out)
@@ -233,6 +237,10 @@ def apply_rotary_pos_emb(query: Array, key: Array, cos: Array, sin: Array, *, la
     layout = layout_code(layout)
     ops = torch_ops(query, key, cos, sin)
     if ops is None:
+        if plain_torch(query, key, cos, sin):  # the hot path of eager decode calls
+            _C.apply_rotary_pos_emb(query, key, cos, sin, layout, mode)
+            written_torch(query, key)
+            return query, key
         _C.apply_rotary_pos_emb(export_output(query, "query"), export_output(key, "key"), export(cos), export(sin),
                                 layout, mode)
         written(query, key)
