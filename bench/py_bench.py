@@ -186,7 +186,7 @@ def min_time(fn, budget_s, max_reps):
 
 
 # ---- per-call overhead of the binding -------------------------------------------------------------------------
-def overhead_pair(fn, runs=60):
+def overhead_pair(fn, runs=300):
     """(C++ seconds, Python seconds) per call, each the minimum over `runs` alternating runs of N calls (N: a run
     of about 1 ms, 5..300 calls): the C++ run is one binding call looping over the C++ API N times (GIL
     released), the Python run N calls of fn. Alternating, and minima of short runs (shorter than a scheduler

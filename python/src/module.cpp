@@ -3,18 +3,22 @@
 // torch 2.10: read in C with no capsule, the fast path), DLPack capsules or __dlpack__ objects (see
 // tensor_import.h) and are used in place, never copied; outputs are allocated by the Python layer in the
 // caller's framework. The GIL is released while an operator runs; a failed Status becomes a Python exception
-// carrying txops' message.
+// carrying txops' message. The _eager_* entries are the plain-eager fast path over the same bindings
+// (METH_FASTCALL, the dispatch decision in C: eager_gate.h).
 // The Pythonic API (defaults, autograd, framework handling) lives in python/txops/*.py.
 #include <pybind11/pybind11.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
+#include "eager_gate.h"
 #include "tensor_import.h"
 #include "txops/txops.h"
 #include "txops/version.h"
 
 namespace py = pybind11;
+using txops_python::eager_call;
 using txops_python::ImportedTensors;
 using txops_python::raise_status;
 
@@ -152,6 +156,82 @@ void recurrent_gated_delta_rule(py::handle query, py::handle key, py::handle val
   });
 }
 
+// ---- the plain-eager fast path: METH_FASTCALL entries over the bindings above (eager_gate.h) -------------
+// Positional arguments as the bindings take them; True when the call ran, False when the gate sent it back to
+// the Python wrapper's general path.
+
+// An int argument of an entry (Python int, within int32; the operator checks the value itself).
+int int_arg(PyObject* object) {
+  const long long value = PyLong_AsLongLong(object);
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (value < INT32_MIN || value > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, ("an operator code must fit int32, got " + std::to_string(value)).c_str());
+    throw py::error_already_set();
+  }
+  return static_cast<int>(value);
+}
+
+int64_t int64_arg(PyObject* object) {
+  const long long value = PyLong_AsLongLong(object);
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return value;
+}
+
+float float_arg(PyObject* object) {
+  const double value = PyFloat_AsDouble(object);
+  if (value == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return static_cast<float>(value);
+}
+
+PyObject* eager_interleave_rope(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_interleave_rope", a, n, 4, {3}, [&] { interleave_rope(a[0], a[1], a[2], a[3]); });
+}
+
+PyObject* eager_inplace_partial_rotary_mul(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_inplace_partial_rotary_mul", a, n, 6, {0}, [&] {
+    inplace_partial_rotary_mul(a[0], a[1], a[2], int_arg(a[3]), int64_arg(a[4]), int64_arg(a[5]));
+  });
+}
+
+PyObject* eager_inplace_partial_rotary_mul_grad(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_inplace_partial_rotary_mul_grad", a, n, 6, {0}, [&] {
+    inplace_partial_rotary_mul_grad(a[0], a[1], a[2], int_arg(a[3]), int64_arg(a[4]), int64_arg(a[5]));
+  });
+}
+
+PyObject* eager_apply_rotary_pos_emb(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_apply_rotary_pos_emb", a, n, 6, {0, 1}, [&] {
+    apply_rotary_pos_emb(a[0], a[1], a[2], a[3], int_arg(a[4]), int_arg(a[5]));
+  });
+}
+
+PyObject* eager_apply_rotary_pos_emb_grad(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_apply_rotary_pos_emb_grad", a, n, 12, {8, 9, 10, 11}, [&] {
+    apply_rotary_pos_emb_grad(a[0], a[1], a[2], a[3], a[4], a[5], int_arg(a[6]), int_arg(a[7]), a[8], a[9], a[10],
+                              a[11]);
+  });
+}
+
+PyObject* eager_recurrent_gated_delta_rule(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_recurrent_gated_delta_rule", a, n, 12, {4, 11}, [&] {
+    recurrent_gated_delta_rule(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], float_arg(a[10]), a[11]);
+  });
+}
+
+#define TXOPS_EAGER_ENTRY(name) \
+  {"_eager_" #name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&eager_##name)), METH_FASTCALL, \
+   "Plain-eager fast path of " #name " (positional arguments as the binding): True when it ran."}
+PyMethodDef g_eager_entries[] = {
+    TXOPS_EAGER_ENTRY(interleave_rope),
+    TXOPS_EAGER_ENTRY(inplace_partial_rotary_mul),
+    TXOPS_EAGER_ENTRY(inplace_partial_rotary_mul_grad),
+    TXOPS_EAGER_ENTRY(apply_rotary_pos_emb),
+    TXOPS_EAGER_ENTRY(apply_rotary_pos_emb_grad),
+    TXOPS_EAGER_ENTRY(recurrent_gated_delta_rule),
+    {nullptr, nullptr, 0, nullptr},
+};
+#undef TXOPS_EAGER_ENTRY
+
 txops::Isa isa_from_name(const std::string& name) {
   if (name == "scalar") return txops::Isa::kScalar;
   if (name == "avx2") return txops::Isa::kAvx2;
@@ -206,6 +286,10 @@ PYBIND11_MODULE(_txops, m) {
   m.def("_has_exchange_api", [](py::handle type) { return txops_python::has_exchange_api(type); }, arg("type"),
         "True when tensors of this type may be passed as they are (read through type.__dlpack_c_exchange_api__, "
         "no DLPack capsule).");
+  m.def("_set_torch_hooks", &txops_python::set_torch_hooks, arg("tensor_type"), arg("is_grad_enabled"),
+        arg("dispatch_stack_len"), arg("increment_version"),
+        "Opens the plain-eager fast path (the _eager_* entries) for tensors of this exact type.");
+  if (PyModule_AddFunctions(m.ptr(), g_eager_entries) != 0) throw py::error_already_set();
   m.def("_set_repeat", [](int n) { g_repeat = n < 1 ? 1 : n; }, arg("n"),
         "Benchmark hook: run each C++ call n times per binding call (n = 1: normal).");
   m.def("_last_cpp_seconds", [] { return g_last_cpp_seconds; },

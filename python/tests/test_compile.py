@@ -126,3 +126,30 @@ def test_compiled_training_step_matches_eager():
     assert torch.equal(actual, expected)
     for g, e in zip(grads, expected_grads):
         assert torch.equal(g, e)
+
+
+def out_variants(x, cos_i, sin_i, q, k, cos, sin, dq, dk, dv, beta, pool, lengths, slots):
+    """The out= forms (the eager fast path's entry points): under dynamo they must trace to the operators."""
+    y = torch.empty_like(x)
+    txops.interleave_rope(x, cos_i, sin_i, out=y)
+    grads = (torch.empty_like(q), torch.empty_like(k))
+    txops.apply_rotary_pos_emb_grad(q, k, cos, sin, layout="TND", out=grads)
+    pool = pool.clone()
+    step = torch.empty_like(dv)
+    txops.recurrent_gated_delta_rule(dq, dk, dv, beta, pool, lengths, slots, scale=0.25, out=step)
+    return y, grads[0], grads[1], step, pool
+
+
+def test_compiled_out_variants_match_eager_bit_for_bit():
+    h, cos, sin, cos_i, sin_i, gate, _, pool, _, slots = inputs()
+    q, k = randn(TOKENS, HEADS, HEAD_DIM, seed=8), randn(TOKENS, HEADS, HEAD_DIM, seed=9)
+    x = randn(1, HEADS, TOKENS, HEAD_DIM, seed=10)
+    dq, dk = randn(2, NK, DK, seed=11) * 0.25, randn(2, NK, DK, seed=12) * 0.25
+    dv, beta = randn(2, NV, DV, seed=13), gate[:2]
+    args = (x, cos_i, sin_i, q, k, cos, sin, dq, dk, dv, beta, pool, torch.tensor([1, 1], dtype=torch.int32), slots)
+    targets = []
+    expected = out_variants(*args)
+    compiled = torch.compile(out_variants, fullgraph=True, dynamic=False, backend=inductor_recording(targets))
+    assert_bitwise_equal(compiled(*args), expected)
+    called = {t.split(".")[1] for t in targets if t.startswith("txops.")}
+    assert called == {"interleave_rope_out", "apply_rotary_pos_emb_grad", "recurrent_gated_delta_rule_out"}, targets

@@ -33,6 +33,16 @@ _ops_missing = ""      # why `ops` is None although torch is there
 _is_compiling = _dispatch_depth = _grad_enabled = _increment_version = None
 
 
+def _never():
+    return False
+
+
+#: True while torch.compile (dynamo) traces. A wrapper asks this before calling a ``_txops._eager_*`` entry
+#: (the plain-eager fast path, decided in C): dynamo cannot trace into C, so under it the entries must not be
+#: reached. Replaced by torch's own function when torch is attached; read as ``_arrays.compiling()``.
+compiling = _never
+
+
 def _find_torch():
     torch = sys.modules.get("torch")
     if torch is not None and _torch is None and hasattr(torch, "Tensor"):
@@ -43,7 +53,7 @@ def _find_torch():
 def attach_torch(torch):
     """Binds the torch helpers and registers the txops operators; called once, when torch is first seen."""
     global _torch, _torch_tensor, _to_dlpack, ops, _ops_missing
-    global _is_compiling, _dispatch_depth, _grad_enabled, _increment_version
+    global _is_compiling, _dispatch_depth, _grad_enabled, _increment_version, compiling
     if _torch is not None:
         return
     from torch.utils import dlpack as torch_dlpack
@@ -59,10 +69,14 @@ def attach_torch(torch):
     _grad_enabled = torch.is_grad_enabled
     _increment_version = getattr(torch._C, "_increment_version", None) or (lambda tensors: None)
     # torch >= 2.10 publishes the DLPack C exchange API on its tensor type: the extension then reads a tensor
-    # passed as it is (no capsule, no allocation; ~1.2 us less per 4-tensor call), else it gets a capsule
+    # passed as it is (no capsule, no allocation; ~1.2 us less per 4-tensor call), else it gets a capsule.
+    # With it the plain-eager fast path opens: the _eager_* entries decide in C what torch_ops() decides here.
     from . import _txops
     direct = _txops._has_exchange_api(torch.Tensor) if hasattr(_txops, "_has_exchange_api") else False
     _to_dlpack = _same if direct else torch_dlpack.to_dlpack
+    compiling = _is_compiling
+    if direct:
+        _txops._set_torch_hooks(torch.Tensor, torch.is_grad_enabled, _dispatch_depth, _increment_version)
     _torch_tensor, _torch = torch.Tensor, torch
 
 
@@ -165,23 +179,6 @@ def written(*tensors):
             break
     if tensors:
         _increment_version(tensors)
-
-
-def plain_torch(*tensors):
-    """True when every one of `tensors` is a plain torch.Tensor (no subclass) that the extension reads as it is,
-    through the DLPack C exchange API: a wrapper may then pass them without export() and bump versions with
-    written_torch() (the hot path of small eager calls: ~0.6 us less per call)."""
-    if _to_dlpack is not _same:
-        return False
-    for t in tensors:
-        if type(t) is not _torch_tensor:
-            return False
-    return True
-
-
-def written_torch(*tensors):
-    """written() for tensors plain_torch() accepted."""
-    _increment_version(tensors)
 
 
 def is_torch(x):

@@ -233,12 +233,15 @@ def recurrent_gated_delta_rule(query: Array, key: Array, value: Array, beta: Arr
     >>> out.shape, bool(pool[1].any()), bool(pool[2].any())
     ((2, 2, 4), False, True)
     """
-    _refuse_autograd("recurrent_gated_delta_rule", query=query, key=key, value=value, beta=beta, g=g, gk=gk)
     lengths = int32_array(actual_seq_lengths, query, "actual_seq_lengths")
     indices = int32_array(ssm_state_indices, query, "ssm_state_indices")
     accepted = None if num_accepted_tokens is None else int32_array(num_accepted_tokens, query,
                                                                     "num_accepted_tokens")
     scale = _default_scale(scale, key)
+    if out is not None and not _arrays.compiling() and _C._eager_recurrent_gated_delta_rule(
+            query, key, value, beta, state, lengths, indices, g, gk, accepted, scale, out):
+        return out  # the hot path of eager decode calls (plain torch tensors, none requiring grad)
+    _refuse_autograd("recurrent_gated_delta_rule", query=query, key=key, value=value, beta=beta, g=g, gk=gk)
     ops = traced_torch_ops(query)
     if ops is not None:
         if out is None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple, TypeVar, Union
 
+from . import _arrays
 from . import _txops as _C
-from ._arrays import (empty, export, export_output, grad_needed, plain_torch, torch_ops, traced_torch_ops, written,
-                      written_torch)
+from ._arrays import empty, export, export_output, grad_needed, torch_ops, traced_torch_ops, written
 
 if TYPE_CHECKING:
     import numpy
@@ -31,6 +31,8 @@ LAYOUTS = {"BSND": 1, "BSH": 1, "SBND": 2, "SBH": 2, "BNSD": 3, "TND": 4}
 
 def rotary_mode_code(rotary_mode: RotaryMode) -> int:
     """'half' | 'interleave' | 'quarter' | 'interleave-half' (or the codes 0..3) -> the code."""
+    if type(rotary_mode) is int:
+        return rotary_mode  # the operator checks the range and names the value
     if isinstance(rotary_mode, str):
         code = ROTARY_MODES.get(rotary_mode)
         if code is None:
@@ -44,6 +46,8 @@ def rotary_mode_code(rotary_mode: RotaryMode) -> int:
 
 def layout_code(layout: Layout) -> int:
     """1 | 2 | 3 | 4 or 'BSND' | 'SBND' | 'BNSD' | 'TND' ('BSH' / 'SBH' as CANN spells them) -> the code."""
+    if type(layout) is int:
+        return layout
     if isinstance(layout, str):
         code = LAYOUTS.get(layout.upper())
         if code is None:
@@ -92,14 +96,13 @@ def interleave_rope(x: Array, cos: Array, sin: Array, *, out: Optional[Array] = 
     >>> txops.interleave_rope(x, cos, sin).shape
     (1, 2, 3, 4)
     """
+    if out is not None and not _arrays.compiling() and _C._eager_interleave_rope(x, cos, sin, out):
+        return out  # the hot path of eager decode calls (plain torch tensors, nothing to record)
     ops = torch_ops(x, cos, sin)
     if ops is None:
         if out is None:
             out = empty(x.shape, x.dtype, x)
             _C.interleave_rope(export(x), export(cos), export(sin), export(out))
-        elif plain_torch(x, cos, sin, out):  # the hot path of eager decode calls
-            _C.interleave_rope(x, cos, sin, out)
-            written_torch(out)
         else:
             _C.interleave_rope(export(x), export(cos), export(sin), export_output(out, "out"))
             written(out)
@@ -145,6 +148,8 @@ def inplace_partial_rotary_mul(x: Array, cos: Array, sin: Array, *, rotary_mode:
     """
     mode = rotary_mode_code(rotary_mode)
     start, end = _slice_bounds(partial_slice, x)
+    if not _arrays.compiling() and _C._eager_inplace_partial_rotary_mul(x, cos, sin, mode, start, end):
+        return x
     ops = torch_ops(x, cos, sin)
     if ops is None:
         _C.inplace_partial_rotary_mul(export_output(x, "x"), export(cos), export(sin), mode, start, end)
@@ -190,6 +195,9 @@ def inplace_partial_rotary_mul_backward(grad_output: Array, cos: Array, sin: Arr
     """
     mode = rotary_mode_code(rotary_mode)
     start, end = _slice_bounds(partial_slice, grad_output)
+    if not _arrays.compiling() and _C._eager_inplace_partial_rotary_mul_grad(grad_output, cos, sin, mode, start,
+                                                                             end):
+        return grad_output
     ops = traced_torch_ops(grad_output)
     if ops is None:
         _C.inplace_partial_rotary_mul_grad(export_output(grad_output, "grad_output"), export(cos), export(sin), mode,
@@ -235,12 +243,10 @@ def apply_rotary_pos_emb(query: Array, key: Array, cos: Array, sin: Array, *, la
     """
     mode = rotary_mode_code(rotary_mode)
     layout = layout_code(layout)
+    if not _arrays.compiling() and _C._eager_apply_rotary_pos_emb(query, key, cos, sin, layout, mode):
+        return query, key  # the hot path of eager decode calls (plain torch tensors, nothing to record)
     ops = torch_ops(query, key, cos, sin)
     if ops is None:
-        if plain_torch(query, key, cos, sin):  # the hot path of eager decode calls
-            _C.apply_rotary_pos_emb(query, key, cos, sin, layout, mode)
-            written_torch(query, key)
-            return query, key
         _C.apply_rotary_pos_emb(export_output(query, "query"), export_output(key, "key"), export(cos), export(sin),
                                 layout, mode)
         written(query, key)
@@ -297,6 +303,10 @@ def apply_rotary_pos_emb_grad(grad_query_embed: Array, grad_key_embed: Array, co
     if out is not None and len(given) != (4 if with_cos_sin else 2):
         raise ValueError(f"out must be {'4' if with_cos_sin else '2'} arrays (grad_query, grad_key"
                          f"{', grad_cos, grad_sin' if with_cos_sin else ''}), got {len(given)}")
+    if given and not _arrays.compiling() and _C._eager_apply_rotary_pos_emb_grad(
+            grad_query_embed, grad_key_embed, cos, sin, query, key, mode, layout, *given,
+            *((None, None) if len(given) == 2 else ())):
+        return (given[0], given[1]) + ((given[2], given[3]) if with_cos_sin else (None, None))
     ops = traced_torch_ops(grad_query_embed)
     if ops is not None:
         results = ops.apply_rotary_pos_emb_grad(grad_query_embed, grad_key_embed, cos, sin, query, key, mode, layout)
