@@ -178,6 +178,34 @@ TXOPS_CPP_API Status chunk_gated_delta_rule_grad(const TensorView& query, const 
                                                  const TensorView& grad_beta, const TensorView* grad_g,
                                                  const TensorView& grad_initial_state);
 
+// ---------------------------------------------------------------------------------------------------
+// Causal conv1d (docs/causal_conv1d.md): the depthwise causal convolution of Mamba / Gated DeltaNet layers,
+// per sequence and channel y_t = act(bias + sum_{j<K} weight[j] * p[t + j]) over p = [K-1 history rows | x],
+// act = SiLU (v / (1 + exp(-v))) or none; accumulated in fp32, rounded to x's dtype.
+
+enum class ConvActivation : int32_t { kNone = 0, kSilu = 1 };
+
+// Prefill. x (B, L, dim) or varlen (cuSeqLen, dim) with query_start_loc (B+1,) int32 (also allowed with 3-D x,
+// then equal to 0, L, 2L, ...); weight (K, dim), K in 2..4; conv_states (lines, state_len >= K-1, dim) in x's
+// dtype: sequence i uses line cache_indices[i] (int32 (B,), null = line i; null_block_id = skip: y zero, line
+// untouched); its history is rows 0..K-2 of the line when initial_state_mode[i] == 1 (int32 (B,), null = all 0),
+// else zeros; afterwards row r of the line holds p[K-1+L-state_len+r] (rows before p's start are left alone).
+// bias (dim,) or null; y x's shape and dtype.
+TXOPS_CPP_API Status causal_conv1d_fn(const TensorView& x, const TensorView& weight, const TensorView& conv_states,
+                                      const TensorView* bias, const TensorView* query_start_loc,
+                                      const TensorView* cache_indices, const TensorView* initial_state_mode,
+                                      ConvActivation activation, int64_t null_block_id, const TensorView& y);
+
+// Decode, speculative tokens included. x (B, 1, dim); with num_accepted_tokens (B,) int32 also (B, L, dim) or
+// varlen (cuSeqLen, dim) with query_start_loc. The history is rows o..o+K-2 of the line, o =
+// max(num_accepted_tokens[i] - 1, 0) (0 without it); afterwards rows r < min(K-2+L, state_len) hold p[1 + r] (the
+// window moved by one token). Other arguments as for causal_conv1d_fn.
+TXOPS_CPP_API Status causal_conv1d_update(const TensorView& x, const TensorView& weight,
+                                          const TensorView& conv_states, const TensorView* bias,
+                                          const TensorView* query_start_loc, const TensorView* cache_indices,
+                                          const TensorView* num_accepted_tokens, ConvActivation activation,
+                                          int64_t null_block_id, const TensorView& y);
+
 }  // namespace txops
 
 #endif  // TXOPS_TXOPS_H_

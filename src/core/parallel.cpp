@@ -3,6 +3,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "core/plan_record.h"
 #include "txops/txops.h"
 
@@ -34,6 +36,27 @@ void parallel_for(int threads, int64_t n, const std::function<void(int64_t, int6
     if (begin < end) fn(begin, end);
   }
   record_parallel_team(team);
+}
+
+int64_t partition_by_cost(const std::vector<int64_t>& costs, int threads, std::vector<int64_t>* part_start) {
+  const int64_t n = static_cast<int64_t>(costs.size());
+  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
+  for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
+  part_start->assign(static_cast<size_t>(threads) + 1, n);
+  (*part_start)[0] = 0;
+  int64_t largest = 0;
+  for (int k = 1; k <= threads; ++k) {
+    int64_t end = n;
+    if (k < threads) {  // the boundary nearest to k/threads of the total cost
+      const int64_t target = prefix[n] * k / threads;
+      end = std::lower_bound(prefix.begin(), prefix.end(), target) - prefix.begin();
+      if (end > 0 && target - prefix[end - 1] < prefix[end] - target) --end;
+      end = std::max(end, (*part_start)[k - 1]);
+    }
+    (*part_start)[k] = end;
+    largest = std::max(largest, prefix[end] - prefix[(*part_start)[k - 1]]);
+  }
+  return largest;
 }
 
 }  // namespace txops

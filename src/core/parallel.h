@@ -6,11 +6,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace txops {
 
 // Threads worth using for `work_items` items when each thread should get at least `min_items_per_thread`.
 int plan_threads(int64_t work_items, int64_t min_items_per_thread);
+
+// Contiguous ranges of items of near-equal total cost, one per thread: part_start gets threads + 1 entries, part k
+// being [part_start[k], part_start[k+1]). Returns the largest part's cost.
+int64_t partition_by_cost(const std::vector<int64_t>& costs, int threads, std::vector<int64_t>* part_start);
 
 // Calls fn(begin, end) on `threads` threads over contiguous, balanced ranges of [0, n).
 // threads <= 1 (or n <= 1) runs inline on the caller with no pool overhead.

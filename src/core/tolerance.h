@@ -24,7 +24,7 @@ struct Tolerance {
 
 // Rows: "rope" (every RoPE output that is one rotation, forward or backward), "rope_grad_cos_sin"
 // (gradCos / gradSin: reductions), "gdr_out", "gdr_state" (gated delta rule out and final state), "gdr_backward"
-// (every gradient of the gated delta rule's backward).
+// (every gradient of the gated delta rule's backward), "causal_conv1d" (its y).
 // `dtype` is the dtype of the output being checked. Unknown rows abort the test that asks (programming error).
 Tolerance tolerance_for(const std::string& row, DType dtype);
 

@@ -23,21 +23,6 @@ constexpr const char* kKernelName = "gdr_backward_rows";
 
 int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// Contiguous item ranges of near-equal cost, one per part (`part_start` gets parts + 1 entries).
-void partition_by_cost(const std::vector<int64_t>& costs, int parts, std::vector<int64_t>* part_start) {
-  const int64_t n = static_cast<int64_t>(costs.size());
-  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
-  for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
-  part_start->assign(static_cast<size_t>(parts) + 1, n);
-  (*part_start)[0] = 0;
-  for (int k = 1; k < parts; ++k) {
-    const int64_t target = prefix[n] * k / parts;  // the boundary nearest to k/parts of the total cost
-    int64_t end = std::lower_bound(prefix.begin(), prefix.end(), target) - prefix.begin();
-    if (end > 0 && target - prefix[end - 1] < prefix[end] - target) --end;
-    (*part_start)[k] = std::max(end, (*part_start)[k - 1]);
-  }
-}
-
 PreparedOp make_grad_op(std::shared_ptr<GdrGradPlan> plan, Isa isa) {
   record_plan(compiled_isa(isa), plan->threads, kKernelName);
   GdrGradRunItemsFn* run_items = select_gdr_grad_run_items(isa);

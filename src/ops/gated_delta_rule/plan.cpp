@@ -107,29 +107,6 @@ std::vector<int64_t> item_costs(const GdrPlan& plan) {
   return costs;
 }
 
-// Contiguous item ranges of near-equal cost, one per thread (`part_start` gets threads + 1 entries); returns the
-// largest part's cost.
-int64_t partition_items(const std::vector<int64_t>& costs, int threads, std::vector<int64_t>* part_start) {
-  const int64_t n = static_cast<int64_t>(costs.size());
-  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
-  for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
-  part_start->assign(static_cast<size_t>(threads) + 1, n);
-  (*part_start)[0] = 0;
-  int64_t largest = 0;
-  for (int k = 1; k <= threads; ++k) {
-    int64_t end = n;
-    if (k < threads) {  // the boundary nearest to k/threads of the total cost
-      const int64_t target = prefix[n] * k / threads;
-      end = std::lower_bound(prefix.begin(), prefix.end(), target) - prefix.begin();
-      if (end > 0 && target - prefix[end - 1] < prefix[end] - target) --end;
-      end = std::max(end, (*part_start)[k - 1]);
-    }
-    (*part_start)[k] = end;
-    largest = std::max(largest, prefix[end] - prefix[(*part_start)[k - 1]]);
-  }
-  return largest;
-}
-
 // Chunk mode (parallel over chunks) for the chunked kernel: TXOPS_GDR_SPLIT=chunks|items forces it on or off;
 // otherwise it runs when items mode would leave the threads more than 20 % out of balance (few or unequal
 // items), the staged states of all items fit in 64 MiB, and there are at least two chunks.
@@ -181,7 +158,7 @@ void plan_common(GdrPlan* plan, Isa isa) {
   auto rounded = [](int64_t f) { return (f + 15) / 16 * 16; };
   plan->threads = plan_threads(plan->items, work_items_min(p));
   const std::vector<int64_t> costs = item_costs(*plan);
-  const int64_t largest = partition_items(costs, plan->threads, &plan->part_start);
+  const int64_t largest = partition_by_cost(costs, plan->threads, &plan->part_start);
   // Prefill stages the fp32 states of every head a thread owns in one sequence (at most Nv, at most its items).
   int64_t most_items = 0;
   for (int k = 0; k < plan->threads; ++k)

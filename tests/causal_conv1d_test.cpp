@@ -1,0 +1,443 @@
+// causal_conv1d_test.cpp — causal_conv1d_fn (prefill) and causal_conv1d_update (decode, speculative tokens)
+// against the fp64 oracle, each test once per ISA (those this CPU lacks are SKIPPED, named): sweeps of dtypes,
+// K, dims around the vector width and the channel block, fixed-batch and varlen sequences (empty ones included),
+// state lengths, initial-state modes, cache indices with skipped sequences, bias, activation; channel-first
+// strided views (transformers' layouts) and offset views; the states compared exactly (they are copies), lines
+// the call does not own byte-identical; prefill then update equals one longer prefill; bit-identical results
+// for 1..4 threads. Validation has its own file section at the end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "aclnnop/aclnn_causal_conv1d_fn.h"
+#include "aclnnop/aclnn_causal_conv1d_update.h"
+#include "ops/causal_conv1d/reference.h"
+#include "support/rope_acl_util.h"
+#include "support/gdr_problem.h"
+
+namespace convtest {
+namespace {
+
+using gdrtest::HostTensor;
+using gdrtest::InputGenerator;
+using txops::ConvActivation;
+using txops::DType;
+using txops::Status;
+using txops::TensorView;
+
+TXOPS_ISA_TEST_SUITE(CausalConv1dOnIsa);
+
+// One call's inputs (contiguous host tensors; views may be re-strided by a test).
+struct Case {
+  bool update = false;
+  DType dtype = DType::kBF16;
+  int64_t batch = 2, length = 5, dim = 16, width = 4, state_len = 3, lines = 4;
+  std::vector<int32_t> varlen;       // non-empty: 2-D x with these lengths (query_start_loc)
+  std::vector<int32_t> indices;      // cache_indices (empty: none)
+  std::vector<int32_t> per_sequence; // initial_state_mode / num_accepted_tokens (empty: none)
+  bool bias = true;
+  ConvActivation activation = ConvActivation::kSilu;
+  int64_t null_block_id = -1;
+  uint32_t seed = 1;
+
+  std::string describe() const {
+    std::string s = std::string(update ? "update" : "fn") + " " + txops::dtype_name(dtype) + " B=" +
+                    std::to_string(batch) + " L=" + std::to_string(length) + " dim=" + std::to_string(dim) +
+                    " K=" + std::to_string(width) + " S=" + std::to_string(state_len);
+    if (!varlen.empty()) s += " varlen";
+    if (!indices.empty()) s += " indices";
+    if (!per_sequence.empty()) s += update ? " accepted" : " modes";
+    return s + (bias ? " bias" : "") + (activation == ConvActivation::kSilu ? " silu" : " none");
+  }
+};
+
+struct Tensors {
+  HostTensor x, weight, states, bias, y, qsl, indices, per_sequence;
+  int64_t tokens = 0;
+};
+
+HostTensor ints(const std::vector<int32_t>& values) {
+  HostTensor t(DType::kI32, {static_cast<int64_t>(values.size())});
+  std::memcpy(t.bytes.data(), values.data(), values.size() * sizeof(int32_t));
+  return t;
+}
+
+Tensors make_tensors(const Case& c) {
+  Tensors t;
+  InputGenerator gen(c.seed);
+  std::vector<int64_t> x_shape = {c.batch, c.length, c.dim};
+  if (!c.varlen.empty()) {
+    std::vector<int32_t> starts(1, 0);
+    for (int32_t n : c.varlen) starts.push_back(starts.back() + n);
+    t.qsl = ints(starts);
+    x_shape = {starts.back(), c.dim};
+  }
+  t.x = HostTensor(c.dtype, x_shape);
+  t.y = HostTensor(c.dtype, x_shape);
+  t.weight = HostTensor(c.dtype, {c.width, c.dim});
+  t.states = HostTensor(c.dtype, {c.lines, c.state_len, c.dim});
+  t.bias = HostTensor(c.dtype, {c.dim});
+  gen.uniform(&t.x, -2, 2);
+  gen.uniform(&t.weight, -1, 1);
+  gen.uniform(&t.states, -2, 2);
+  gen.uniform(&t.bias, -0.5, 0.5);
+  gen.uniform(&t.y, 7, 8);  // garbage the call must overwrite
+  if (!c.indices.empty()) t.indices = ints(c.indices);
+  if (!c.per_sequence.empty()) t.per_sequence = ints(c.per_sequence);
+  t.tokens = t.x.numel() / c.dim;
+  return t;
+}
+
+struct Views {
+  TensorView x, weight, states, bias, y, qsl, indices, per_sequence;
+};
+
+Views views_of(const Case& c, const Tensors& t) {
+  Views v{t.x.view(), t.weight.view(), t.states.view(), t.bias.view(), t.y.view(), {}, {}, {}};
+  if (!c.varlen.empty()) v.qsl = t.qsl.view();
+  if (!c.indices.empty()) v.indices = t.indices.view();
+  if (!c.per_sequence.empty()) v.per_sequence = t.per_sequence.view();
+  return v;
+}
+
+Status call(const Case& c, const Views& v) {
+  const TensorView* bias = c.bias ? &v.bias : nullptr;
+  const TensorView* qsl = c.varlen.empty() ? nullptr : &v.qsl;
+  const TensorView* indices = c.indices.empty() ? nullptr : &v.indices;
+  const TensorView* per_sequence = c.per_sequence.empty() ? nullptr : &v.per_sequence;
+  if (c.update)
+    return txops::causal_conv1d_update(v.x, v.weight, v.states, bias, qsl, indices, per_sequence, c.activation,
+                                       c.null_block_id, v.y);
+  return txops::causal_conv1d_fn(v.x, v.weight, v.states, bias, qsl, indices, per_sequence, c.activation,
+                                 c.null_block_id, v.y);
+}
+
+// Element values of a view, row-major over its logical shape.
+std::vector<double> values(const TensorView& v) {
+  std::vector<double> out(static_cast<size_t>(v.numel()));
+  std::vector<int64_t> idx(static_cast<size_t>(v.ndim), 0);
+  for (size_t flat = 0; flat < out.size(); ++flat) {
+    int64_t offset = 0;
+    for (int d = 0; d < v.ndim; ++d) offset += idx[d] * v.strides[d];
+    out[flat] = txops::load_f64(v.data, v.dtype, offset);
+    for (int d = v.ndim - 1; d >= 0 && ++idx[d] == v.shape[d]; --d) idx[d] = 0;
+  }
+  return out;
+}
+
+// Runs `c` on views `v` (any strides) and checks y and the states against the oracle run on the same views
+// before the call.
+void check(const Case& c, const Views& v) {
+  SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(txops::active_isa()));
+  std::vector<double> y_ref, states_ref;
+  txops::reference::causal_conv1d(c.update, v.x, v.weight, v.states, c.bias ? &v.bias : nullptr,
+                                  c.varlen.empty() ? nullptr : &v.qsl, c.indices.empty() ? nullptr : &v.indices,
+                                  c.per_sequence.empty() ? nullptr : &v.per_sequence, c.activation, c.null_block_id,
+                                  &y_ref, &states_ref);
+  const Status st = call(c, v);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(gdrtest::matches_reference("causal_conv1d", v.y, y_ref, c.describe(), nullptr));
+  const std::vector<double> states = values(v.states);
+  ASSERT_EQ(states.size(), states_ref.size());
+  for (size_t i = 0; i < states.size(); ++i)
+    ASSERT_TRUE(states[i] == states_ref[i] || (std::isnan(states[i]) && std::isnan(states_ref[i])))
+        << "state element " << i << ": " << states[i] << " != " << states_ref[i];
+}
+
+void check(const Case& c) {
+  Tensors t = make_tensors(c);
+  check(c, views_of(c, t));
+}
+
+TEST_P(CausalConv1dOnIsa, PrefillSweep) {
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32})
+    for (int64_t width : {2, 3, 4})
+      for (int64_t dim : {1, 7, 8, 16, 63, 64, 65, 130}) {
+        Case c;
+        c.dtype = dtype, c.width = width, c.dim = dim, c.state_len = width - 1, c.batch = 2, c.length = 6;
+        c.per_sequence = {1, 0};
+        c.seed = static_cast<uint32_t>(dim * 7 + width);
+        check(c);
+      }
+}
+
+TEST_P(CausalConv1dOnIsa, PrefillSequencesStatesAndOptions) {
+  Case base;
+  base.dim = 40;
+  for (int64_t length : {1, 2, 3, 9}) {  // shorter and longer than K-1 and than the state
+    for (int64_t state_len : {3, 6}) {
+      Case c = base;
+      c.length = length, c.state_len = state_len, c.per_sequence = {1, 1};
+      check(c);
+    }
+  }
+  Case varlen = base;  // ragged, an empty sequence, lines permuted, one skipped
+  varlen.varlen = {4, 0, 1, 11}, varlen.batch = 4, varlen.lines = 6, varlen.indices = {5, 2, -1, 0};
+  varlen.per_sequence = {1, 1, 0, 0};
+  check(varlen);
+  varlen.null_block_id = 2;  // a null id that is a valid line number: sequence 1 is skipped instead
+  varlen.indices = {5, 2, 3, 0};
+  check(varlen);
+  Case plain = base;  // no bias, no activation, no modes (zero history)
+  plain.bias = false, plain.activation = ConvActivation::kNone;
+  check(plain);
+}
+
+TEST_P(CausalConv1dOnIsa, UpdateDecodeAndSpeculative) {
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32})
+    for (int64_t width : {2, 3, 4})
+      for (int64_t dim : {8, 65}) {
+        Case c;  // one token per sequence
+        c.update = true, c.dtype = dtype, c.width = width, c.dim = dim, c.length = 1, c.state_len = width - 1;
+        c.batch = 3, c.lines = 5, c.indices = {4, -1, 1};
+        check(c);
+        Case spec = c;  // 3 draft tokens per sequence from accepted-token offsets
+        spec.length = 3, spec.state_len = width - 1 + 3, spec.indices = {2, 0, 3};
+        spec.per_sequence = {0, 1, 3};
+        check(spec);
+        Case varlen = spec;  // the same, varlen
+        varlen.varlen = {3, 1, 2}, varlen.per_sequence = {2, 0, 1};
+        check(varlen);
+      }
+}
+
+// transformers' layouts: x and y channel-first (B, dim, L) seen as (B, L, dim); conv states (B, dim, S) seen as
+// (B, S, dim); weight (dim, K) seen as (K, dim); and an offset view of a larger buffer.
+TEST_P(CausalConv1dOnIsa, StridedViews) {
+  for (bool update : {false, true}) {
+    Case c;
+    c.update = update, c.batch = 2, c.length = update ? 1 : 7, c.dim = 24, c.width = 4, c.state_len = 4;
+    c.lines = 2, c.per_sequence = update ? std::vector<int32_t>{} : std::vector<int32_t>{1, 0};
+    Tensors t = make_tensors(c);
+    HostTensor xt(c.dtype, {c.batch, c.dim, c.length}), yt(c.dtype, {c.batch, c.dim, c.length});
+    HostTensor st(c.dtype, {c.lines, c.dim, c.state_len}), wt(c.dtype, {c.dim, c.width});
+    InputGenerator gen(9);
+    gen.uniform(&xt, -2, 2), gen.uniform(&yt, 5, 6), gen.uniform(&st, -2, 2), gen.uniform(&wt, -1, 1);
+    Views v = views_of(c, t);
+    const int64_t xs[3] = {c.dim * c.length, 1, c.length}, ss[3] = {c.dim * c.state_len, 1, c.state_len};
+    const int64_t ws[2] = {1, c.width};
+    v.x = TensorView::make(xt.bytes.data(), c.dtype, 3, t.x.shape.data(), xs);
+    v.y = TensorView::make(yt.bytes.data(), c.dtype, 3, t.y.shape.data(), xs);
+    v.states = TensorView::make(st.bytes.data(), c.dtype, 3, t.states.shape.data(), ss);
+    v.weight = TensorView::make(wt.bytes.data(), c.dtype, 2, t.weight.shape.data(), ws);
+    check(c, v);
+    // an offset window of a bigger state buffer: lines 1..2 of 4, rows 1..S of S+2
+    HostTensor big(c.dtype, {4, c.state_len + 2, c.dim});
+    gen.uniform(&big, -2, 2);
+    const std::vector<uint8_t> before = big.bytes;
+    const int64_t es = static_cast<int64_t>(txops::dtype_size(c.dtype));
+    const int64_t bs[3] = {(c.state_len + 2) * c.dim, c.dim, 1};
+    v.states = TensorView::make(big.bytes.data() + ((c.state_len + 2) * c.dim + c.dim) * es, c.dtype, 3,
+                                t.states.shape.data(), bs);
+    check(c, v);
+    for (int64_t row = 0; row < c.state_len + 2; ++row) {  // line 0 and line 3 and the outer rows: untouched
+      for (int64_t line : {int64_t{0}, int64_t{3}}) {
+        const size_t at = static_cast<size_t>(((line * (c.state_len + 2) + row) * c.dim) * es);
+        ASSERT_EQ(0, std::memcmp(big.bytes.data() + at, before.data() + at, static_cast<size_t>(c.dim * es)));
+      }
+    }
+  }
+}
+
+// Prefill of L tokens (state_len = K-1) then one update step equals prefill of L+1 tokens: y of the last token
+// and the final state.
+TEST_P(CausalConv1dOnIsa, PrefillThenUpdateEqualsLongerPrefill) {
+  Case whole;
+  whole.dtype = DType::kF32, whole.batch = 1, whole.length = 9, whole.dim = 33, whole.width = 4, whole.state_len = 3;
+  whole.lines = 1, whole.per_sequence = {1};
+  Tensors a = make_tensors(whole);
+  Views va = views_of(whole, a);
+  ASSERT_TRUE(call(whole, va).ok());
+  Case first = whole;
+  first.length = 8;
+  Tensors b = make_tensors(whole);  // the same bytes (same seed), prefill of the first 8 tokens
+  Views vb = views_of(first, b);
+  const int64_t head[3] = {1, 8, whole.dim};
+  vb.x = TensorView::make(b.x.bytes.data(), whole.dtype, 3, head, nullptr);
+  vb.y = TensorView::make(b.y.bytes.data(), whole.dtype, 3, head, nullptr);
+  ASSERT_TRUE(call(first, vb).ok());
+  Case step = whole;
+  step.update = true, step.length = 1, step.per_sequence = {};
+  const int64_t one[3] = {1, 1, whole.dim};
+  const int64_t es = 4;
+  Views vs = vb;
+  vs.x = TensorView::make(b.x.bytes.data() + 8 * whole.dim * es, whole.dtype, 3, one, nullptr);
+  vs.y = TensorView::make(b.y.bytes.data() + 8 * whole.dim * es, whole.dtype, 3, one, nullptr);
+  ASSERT_TRUE(call(step, vs).ok());
+  EXPECT_EQ(0, std::memcmp(a.y.bytes.data() + 8 * whole.dim * es, b.y.bytes.data() + 8 * whole.dim * es,
+                           static_cast<size_t>(whole.dim * es)));
+  EXPECT_EQ(a.states.bytes, b.states.bytes);
+}
+
+TEST_P(CausalConv1dOnIsa, BitIdenticalForOneToFourThreads) {
+  for (bool update : {false, true}) {
+    Case c;
+    c.update = update, c.batch = 3, c.length = update ? 1 : 300, c.dim = 704, c.state_len = 3, c.lines = 3;
+    std::vector<uint8_t> y1, s1;
+    for (int threads = 1; threads <= 4; ++threads) {
+      txops::testing::ScopedThreads scope(threads);
+      Tensors t = make_tensors(c);
+      txops::testing::forget_plan();
+      ASSERT_TRUE(call(c, views_of(c, t)).ok());
+      if (threads == 1) {
+        y1 = t.y.bytes, s1 = t.states.bytes;
+      } else {
+        EXPECT_EQ(y1, t.y.bytes) << "threads=" << threads;
+        EXPECT_EQ(s1, t.states.bytes) << "threads=" << threads;
+        if (!update) EXPECT_TRUE(txops::testing::ran_multithreaded(threads));
+      }
+    }
+  }
+}
+
+// ---- validation: one code and a message naming the parameter per rule ----------------------------------------
+::testing::AssertionResult refused(const Case& c, const Views& v, txops::StatusCode code, const char* words) {
+  const Status st = call(c, v);
+  if (st.ok()) return ::testing::AssertionFailure() << "accepted";
+  if (st.code() != code || st.message().find(words) == std::string::npos)
+    return ::testing::AssertionFailure() << static_cast<int>(st.code()) << " " << st.message();
+  return ::testing::AssertionSuccess();
+}
+
+TEST(CausalConv1dValidation, EachRuleHasItsCodeAndMessage) {
+  using txops::StatusCode;
+  const StatusCode invalid = StatusCode::kParamInvalid, tiling = StatusCode::kTilingError;
+  Case c;
+  c.batch = 2, c.lines = 3, c.indices = {0, 2}, c.per_sequence = {1, 0};
+  Tensors t = make_tensors(c);
+  const Views good = views_of(c, t);
+  ASSERT_TRUE(call(c, good).ok());
+  Views v = good;
+  v.x.data = nullptr;
+  EXPECT_TRUE(refused(c, v, StatusCode::kNullptr, "x must not be null"));
+  HostTensor wrong(DType::kF32, {c.width, c.dim});
+  v = good, v.weight = wrong.view();
+  EXPECT_TRUE(refused(c, v, invalid, "weight dtype must equal x dtype"));
+  HostTensor k5(c.dtype, {5, c.dim});
+  v = good, v.weight = k5.view();
+  EXPECT_TRUE(refused(c, v, invalid, "weight dim 0 (K) must be in [2, 4]"));
+  HostTensor short_state(c.dtype, {c.lines, 2, c.dim});
+  v = good, v.states = short_state.view();
+  EXPECT_TRUE(refused(c, v, invalid, "stateLen) must be >= K-1 = 3"));
+  HostTensor bias2(c.dtype, {c.dim + 1});
+  v = good, v.bias = bias2.view();
+  EXPECT_TRUE(refused(c, v, tiling, "biasOptional shape"));
+  Case bad = c;
+  bad.indices = {0, 3};
+  Tensors tb = make_tensors(bad);
+  EXPECT_TRUE(refused(bad, views_of(bad, tb), invalid, "cacheIndicesOptional[1] must be in [0, numCacheLines = 3)"));
+  bad.indices = {2, 2};
+  tb = make_tensors(bad);
+  EXPECT_TRUE(refused(bad, views_of(bad, tb), invalid, "must not repeat a line"));
+  bad = c, bad.per_sequence = {1, 2};
+  tb = make_tensors(bad);
+  EXPECT_TRUE(refused(bad, views_of(bad, tb), invalid, "initialStateModeOptional[1] must be 0 or 1"));
+  bad = c, bad.varlen = {3, 2};
+  tb = make_tensors(bad);
+  Views vq = views_of(bad, tb);
+  tb.qsl.ints()[2] = 4;  // sum != tokens
+  EXPECT_TRUE(refused(bad, vq, invalid, "queryStartLocOptional[B] must equal the token count"));
+  tb.qsl.ints()[1] = 6, tb.qsl.ints()[2] = 5;
+  EXPECT_TRUE(refused(bad, vq, invalid, "must be non-decreasing"));
+  Case up = c;  // update: several tokens need numAcceptedTokens; accepted counts in range; stateLen fits them
+  up.update = true, up.per_sequence = {};
+  Tensors tu = make_tensors(up);
+  EXPECT_TRUE(refused(up, views_of(up, tu), invalid, "x must be (B, 1, dim) without numAcceptedTokensOptional"));
+  up.length = 1, up.per_sequence = {0, 2};
+  tu = make_tensors(up);
+  EXPECT_TRUE(refused(up, views_of(up, tu), invalid, "numAcceptedTokensOptional[1] must be in [0, stateLen - (K-1) = 0]"));
+  up.length = 5, up.per_sequence = {0, 0};
+  tu = make_tensors(up);
+  EXPECT_TRUE(refused(up, views_of(up, tu), tiling, "stateLen) must be >= K-2 + the tokens"));
+  v = good, v.y = good.x;  // y overlapping x
+  EXPECT_TRUE(refused(c, v, invalid, "y"));
+  {
+    txops::testing::ScopedCompat cann(txops::Compat::kCann);
+    Case f32 = c;
+    f32.dtype = DType::kF32;
+    Tensors tf = make_tensors(f32);
+    EXPECT_TRUE(refused(f32, views_of(f32, tf), invalid, "(TXOPS_COMPAT=cann)"));
+    EXPECT_TRUE(refused(c, good, invalid, "must be in [64, 16384]"));  // dim 16
+  }
+}
+
+// ---- the aclnn two-phase functions (CANN's example shapes) --------------------------------------------------
+using txops::testing::AclTensorPtr;
+using txops::testing::to_acl_tensor;
+
+// aclnnCausalConv1dFn / Update on the views of `c` with the activation string `activation`; -1 when phase one
+// created no executor. The prefix-caching arguments are given (not null) to show that they are ignored.
+int aclnn_call(const Case& c, const Views& v, const char* activation) {
+  AclTensorPtr x = to_acl_tensor(v.x), w = to_acl_tensor(v.weight), st = to_acl_tensor(v.states);
+  AclTensorPtr bias = c.bias ? to_acl_tensor(v.bias) : nullptr, y = to_acl_tensor(v.y);
+  AclTensorPtr qsl = c.varlen.empty() ? nullptr : to_acl_tensor(v.qsl);
+  AclTensorPtr idx = c.indices.empty() ? nullptr : to_acl_tensor(v.indices);
+  AclTensorPtr per = c.per_sequence.empty() ? nullptr : to_acl_tensor(v.per_sequence);
+  HostTensor unused = ints(std::vector<int32_t>(static_cast<size_t>(c.batch), 0));
+  AclTensorPtr apc = to_acl_tensor(unused.view());
+  uint64_t workspace_size = 1;
+  aclOpExecutor* executor = nullptr;
+  int status;
+  if (c.update) {
+    status = aclnnCausalConv1dUpdateGetWorkspaceSize(x.get(), w.get(), st.get(), bias.get(), qsl.get(), idx.get(),
+                                                     per.get(), apc.get(), apc.get(), activation, c.null_block_id,
+                                                     -1, y.get(), &workspace_size, &executor);
+  } else {
+    status = aclnnCausalConv1dFnGetWorkspaceSize(x.get(), w.get(), st.get(), bias.get(), qsl.get(), idx.get(),
+                                                 per.get(), apc.get(), apc.get(), apc.get(), apc.get(), activation,
+                                                 c.null_block_id, 16, y.get(), &workspace_size, &executor);
+  }
+  if (status != 0) return status;
+  if (executor == nullptr || workspace_size != 0) return -1;
+  return c.update ? aclnnCausalConv1dUpdate(nullptr, 0, executor, nullptr)
+                  : aclnnCausalConv1dFn(nullptr, 0, executor, nullptr);
+}
+
+TEST(CausalConv1dAclnn, ExampleShapesMatchTheOracleAndTheCppApi) {
+  Case fn;  // the prefill example: bf16 varlen x (8, 64), query_start_loc {0, 4, 8}, K = 3, stateLen 3
+  fn.varlen = {4, 4}, fn.batch = 2, fn.dim = 64, fn.width = 3, fn.state_len = 3, fn.lines = 2;
+  Case up;  // the update example: x (4, 1, 512), K = 2, stateLen 4, no optional tensors
+  up.update = true, up.batch = 4, up.length = 1, up.dim = 512, up.width = 2, up.state_len = 4, up.lines = 4;
+  up.bias = false;
+  for (const Case& c : {fn, up}) {
+    SCOPED_TRACE(c.describe());
+    Tensors a = make_tensors(c), b = make_tensors(c);
+    Views va = views_of(c, a), vb = views_of(c, b);
+    std::vector<double> y_ref, states_ref;
+    txops::reference::causal_conv1d(c.update, va.x, va.weight, va.states, c.bias ? &va.bias : nullptr,
+                                    c.varlen.empty() ? nullptr : &va.qsl, nullptr, nullptr, c.activation,
+                                    c.null_block_id, &y_ref, &states_ref);
+    ASSERT_EQ(aclnn_call(c, va, "silu"), 0);
+    EXPECT_TRUE(gdrtest::matches_reference("causal_conv1d", va.y, y_ref, "aclnn", nullptr));
+    EXPECT_EQ(values(va.states), states_ref);
+    ASSERT_TRUE(call(c, vb).ok());
+    EXPECT_EQ(a.y.bytes, b.y.bytes);
+    EXPECT_EQ(a.states.bytes, b.states.bytes);
+  }
+}
+
+TEST(CausalConv1dAclnn, ActivationStrings) {
+  Case c;
+  c.per_sequence = {1, 1};
+  for (const char* silu : {"silu", "", static_cast<const char*>(nullptr)}) {  // CANN: null and "" mean silu
+    Tensors a = make_tensors(c), b = make_tensors(c);
+    ASSERT_EQ(aclnn_call(c, views_of(c, a), silu), 0);
+    ASSERT_TRUE(call(c, views_of(c, b)).ok());
+    EXPECT_EQ(a.y.bytes, b.y.bytes) << (silu ? silu : "(null)");
+  }
+  Case none = c;
+  none.activation = ConvActivation::kNone;
+  Tensors a = make_tensors(none), b = make_tensors(none);
+  ASSERT_EQ(aclnn_call(none, views_of(none, a), "none"), 0);
+  ASSERT_TRUE(call(none, views_of(none, b)).ok());
+  EXPECT_EQ(a.y.bytes, b.y.bytes);
+  EXPECT_EQ(aclnn_call(c, views_of(c, a), "SiLU"), 161002);  // exact spelling only
+  EXPECT_EQ(aclnn_call(c, views_of(c, a), "relu"), 161002);
+}
+
+}  // namespace
+}  // namespace convtest
