@@ -392,9 +392,10 @@ int aclnn_call(const Case& c, const Views& v, const char* activation) {
                                                  c.null_block_id, 16, y.get(), &workspace_size, &executor);
   }
   if (status != 0) return status;
-  if (executor == nullptr || workspace_size != 0) return -1;
-  return c.update ? aclnnCausalConv1dUpdate(nullptr, 0, executor, nullptr)
-                  : aclnnCausalConv1dFn(nullptr, 0, executor, nullptr);
+  if (executor == nullptr) return -1;
+  std::vector<uint8_t> workspace(static_cast<size_t>(workspace_size));
+  return c.update ? aclnnCausalConv1dUpdate(workspace.data(), workspace_size, executor, nullptr)
+                  : aclnnCausalConv1dFn(workspace.data(), workspace_size, executor, nullptr);
 }
 
 TEST(CausalConv1dAclnn, ExampleShapesMatchTheOracleAndTheCppApi) {

@@ -18,7 +18,9 @@
 namespace txops {
 namespace bench {
 
-enum class CaseKind { kRope, kGdrPrefill, kGdrDecode };
+// kRope and kConv are judged by bandwidth alone; the GDR kinds also by FLOPs (decode: by its state traffic).
+enum class CaseKind { kRope, kGdrPrefill, kGdrDecode, kConv };
+inline bool counts_flops(CaseKind k) { return k == CaseKind::kGdrPrefill || k == CaseKind::kGdrDecode; }
 
 struct CheckResult {
   bool passed = false;
@@ -65,6 +67,7 @@ struct CaseSpec {
 // The suites of docs/measurement.md. `quick` shrinks every shape to a CI-smoke size.
 std::vector<CaseSpec> rope_suites(bool quick);  // cases_rope.cpp
 std::vector<CaseSpec> gdr_suites(bool quick);   // cases_gdr.cpp
+std::vector<CaseSpec> conv_suites(bool quick);  // cases_conv.cpp
 
 // Shared helpers for the case files.
 // Adds the comparison of `y` with `ref` under the tolerance row to `result` (an empty reference fails).

@@ -15,7 +15,7 @@ void print_table_header(FILE* out) {
 
 void print_table_row(FILE* out, const CaseResult& r) {
   char flops[32] = "-", peak[32] = "-";
-  if (r.kind != CaseKind::kRope) {
+  if (counts_flops(r.kind)) {
     std::snprintf(flops, sizeof flops, "%.1f", r.gflops);
     std::snprintf(peak, sizeof peak, "%.1f", 100 * r.flops_ratio);
   }
@@ -74,7 +74,13 @@ std::string number(double v) {
 }
 
 const char* kind_name(CaseKind k) {
-  return k == CaseKind::kRope ? "rope" : k == CaseKind::kGdrPrefill ? "gdr_prefill" : "gdr_decode";
+  switch (k) {
+    case CaseKind::kRope: return "rope";
+    case CaseKind::kGdrPrefill: return "gdr_prefill";
+    case CaseKind::kGdrDecode: return "gdr_decode";
+    case CaseKind::kConv: return "conv";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -93,7 +99,7 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
       << ", \"copy_nt_gbps\": " << number(r.copy_nt_gbps) << ", \"triad_gbps\": " << number(r.triad_gbps)
       << ", \"parallel_region_s\": " << number(r.parallel_region_s) << ", \"max_err\": " << number(r.max_err)
       << ", \"passed\": " << (r.passed ? "true" : "false");
-    if (r.kind != CaseKind::kRope)
+    if (counts_flops(r.kind))
       o << ", \"flops\": " << number(r.flops) << ", \"gflops\": " << number(r.gflops)
         << ", \"limit_gflops\": " << number(r.limit_gflops) << ", \"flops_ratio\": " << number(r.flops_ratio)
         << ", \"bf16_dot_gflops\": " << number(r.bf16_dot_gflops) << ", \"tokens_per_s\": " << number(r.tokens_per_s);

@@ -80,7 +80,7 @@ void apply_limits(const BandwidthProbe& bw, const ComputeProbe* cp, CaseResult* 
   if (r->time_min_s <= 0) return;
   r->gbps = r->bytes / r->time_min_s * 1e-9;
   r->ratio = r->limit_gbps > 0 ? r->gbps / r->limit_gbps : 0;
-  if (r->kind != CaseKind::kRope && cp != nullptr) {
+  if (counts_flops(r->kind) && cp != nullptr) {
     r->gflops = r->flops / r->time_min_s * 1e-9;
     r->limit_gflops = cp->fma_gflops;
     r->bf16_dot_gflops = cp->bf16_dot_gflops;
@@ -196,6 +196,7 @@ int run_bench(const BenchOptions& options) {
   }
   std::vector<CaseSpec> all = rope_suites(options.quick);
   for (CaseSpec& s : gdr_suites(options.quick)) all.push_back(std::move(s));
+  for (CaseSpec& s : conv_suites(options.quick)) all.push_back(std::move(s));
   // Table order: suite (as performance.md lists them), op, variant, then dtype (generation order).
   const std::vector<std::string> suite_order = {"llama3-8b-train", "llama3-8b-decode", "deepseek-v3-mla",
                                                 "deepseek-v3-partial", "qwen3-next-prefill", "qwen3-next-decode"};
@@ -227,7 +228,7 @@ int run_bench(const BenchOptions& options) {
   // Probes on every thread count, in this process: once before the cases and once after; each limit is the
   // better of the two, so a probe that met a noisy moment does not inflate the ratios.
   bool any_gdr = false;
-  for (const auto& c : cases) any_gdr = any_gdr || c.first.kind != CaseKind::kRope;
+  for (const auto& c : cases) any_gdr = any_gdr || counts_flops(c.first.kind);
   Probes probes;
   const size_t array_bytes = options.quick ? (size_t{16} << 20) : default_probe_array_bytes();
   auto run_probes = [&](const char* when) {

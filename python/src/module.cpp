@@ -156,6 +156,39 @@ void recurrent_gated_delta_rule(py::handle query, py::handle key, py::handle val
   });
 }
 
+void causal_conv1d(bool update, py::handle x, py::handle weight, py::handle conv_states, py::handle bias,
+                   py::handle query_start_loc, py::handle cache_indices, py::handle per_sequence, int activation,
+                   int64_t null_block_id, py::handle y) {
+  ImportedTensors t;
+  const auto xv = t.view(x, "x"), wv = t.view(weight, "weight"), sv = t.view(conv_states, "conv_states");
+  bool has_bias, has_qsl, has_idx, has_per;
+  const auto bv = t.optional_view(bias, "bias", &has_bias);
+  const auto qv = t.optional_view(query_start_loc, "query_start_loc", &has_qsl);
+  const auto iv = t.optional_view(cache_indices, "cache_indices", &has_idx);
+  const auto pv = t.optional_view(per_sequence, update ? "num_accepted_tokens" : "initial_state_mode", &has_per);
+  const auto yv = t.view(y, "out");
+  const auto act = static_cast<txops::ConvActivation>(activation);
+  run_without_gil([&] {
+    auto* fn = update ? &txops::causal_conv1d_update : &txops::causal_conv1d_fn;
+    return fn(xv, wv, sv, if_present(bv, has_bias), if_present(qv, has_qsl), if_present(iv, has_idx),
+              if_present(pv, has_per), act, null_block_id, yv);
+  });
+}
+
+void causal_conv1d_fn(py::handle x, py::handle weight, py::handle conv_states, py::handle bias,
+                      py::handle query_start_loc, py::handle cache_indices, py::handle initial_state_mode,
+                      int activation, int64_t null_block_id, py::handle y) {
+  causal_conv1d(false, x, weight, conv_states, bias, query_start_loc, cache_indices, initial_state_mode, activation,
+                null_block_id, y);
+}
+
+void causal_conv1d_update(py::handle x, py::handle weight, py::handle conv_states, py::handle bias,
+                          py::handle query_start_loc, py::handle cache_indices, py::handle num_accepted_tokens,
+                          int activation, int64_t null_block_id, py::handle y) {
+  causal_conv1d(true, x, weight, conv_states, bias, query_start_loc, cache_indices, num_accepted_tokens, activation,
+                null_block_id, y);
+}
+
 // ---- the plain-eager fast path: METH_FASTCALL entries over the bindings above (eager_gate.h) -------------
 // Positional arguments as the bindings take them; True when the call ran, False when the gate sent it back to
 // the Python wrapper's general path.
@@ -218,6 +251,18 @@ PyObject* eager_recurrent_gated_delta_rule(PyObject*, PyObject* const* a, Py_ssi
   });
 }
 
+PyObject* eager_causal_conv1d_fn(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_causal_conv1d_fn", a, n, 10, {2, 9}, [&] {
+    causal_conv1d_fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], int_arg(a[7]), int64_arg(a[8]), a[9]);
+  });
+}
+
+PyObject* eager_causal_conv1d_update(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_causal_conv1d_update", a, n, 10, {2, 9}, [&] {
+    causal_conv1d_update(a[0], a[1], a[2], a[3], a[4], a[5], a[6], int_arg(a[7]), int64_arg(a[8]), a[9]);
+  });
+}
+
 #define TXOPS_EAGER_ENTRY(name) \
   {"_eager_" #name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&eager_##name)), METH_FASTCALL, \
    "Plain-eager fast path of " #name " (positional arguments as the binding): True when it ran."}
@@ -228,6 +273,8 @@ PyMethodDef g_eager_entries[] = {
     TXOPS_EAGER_ENTRY(apply_rotary_pos_emb),
     TXOPS_EAGER_ENTRY(apply_rotary_pos_emb_grad),
     TXOPS_EAGER_ENTRY(recurrent_gated_delta_rule),
+    TXOPS_EAGER_ENTRY(causal_conv1d_fn),
+    TXOPS_EAGER_ENTRY(causal_conv1d_update),
     {nullptr, nullptr, 0, nullptr},
 };
 #undef TXOPS_EAGER_ENTRY
@@ -271,6 +318,13 @@ PYBIND11_MODULE(_txops, m) {
   m.def("recurrent_gated_delta_rule", &recurrent_gated_delta_rule, arg("query"), arg("key"), arg("value"),
         arg("beta"), arg("state"), arg("actual_seq_lengths"), arg("ssm_state_indices"), arg("g").none(true),
         arg("gk").none(true), arg("num_accepted_tokens").none(true), arg("scale"), arg("out"));
+
+  m.def("causal_conv1d_fn", &causal_conv1d_fn, arg("x"), arg("weight"), arg("conv_states"), arg("bias").none(true),
+        arg("query_start_loc").none(true), arg("cache_indices").none(true), arg("initial_state_mode").none(true),
+        arg("activation"), arg("null_block_id"), arg("out"));
+  m.def("causal_conv1d_update", &causal_conv1d_update, arg("x"), arg("weight"), arg("conv_states"),
+        arg("bias").none(true), arg("query_start_loc").none(true), arg("cache_indices").none(true),
+        arg("num_accepted_tokens").none(true), arg("activation"), arg("null_block_id"), arg("out"));
 
   m.def("num_threads", &txops::num_threads, "Threads the operators use.");
   m.def("set_num_threads", &txops::set_num_threads, arg("n"), "Sets the thread count (0: back to the default).");

@@ -1,4 +1,4 @@
-"""txops: CANN ops-transformer operators (RoPE family, gated delta rule) on the CPU, for PyTorch and NumPy.
+"""txops: CANN ops-transformer operators (RoPE family, gated delta rule, causal conv1d) on the CPU, for PyTorch and NumPy.
 
 Tensors are exchanged with the C++ library through DLPack, without copies: one build works with numpy and with any
 PyTorch that speaks DLPack. Outputs come back in the caller's framework; in-place operators change the caller's
@@ -13,6 +13,7 @@ from . import _arrays
 from ._settings import (active_isa, compat_mode, cpu_has_avx512_bf16, num_threads, set_compat_mode, set_max_isa,
                         set_num_threads, set_verbose, verbose)
 from ._txops import __version__
+from .conv import causal_conv1d_fn, causal_conv1d_update
 from .gdr import chunk_gated_delta_rule, chunk_gated_delta_rule_grad, recurrent_gated_delta_rule
 from .rope import (apply_rotary_pos_emb, apply_rotary_pos_emb_grad, inplace_partial_rotary_mul,
                    inplace_partial_rotary_mul_backward, interleave_rope)
@@ -20,7 +21,7 @@ from .rope import (apply_rotary_pos_emb, apply_rotary_pos_emb_grad, inplace_part
 __all__ = [
     "interleave_rope", "inplace_partial_rotary_mul", "inplace_partial_rotary_mul_backward", "apply_rotary_pos_emb",
     "apply_rotary_pos_emb_grad", "chunk_gated_delta_rule", "chunk_gated_delta_rule_grad",
-    "recurrent_gated_delta_rule",
+    "recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update",
     "num_threads", "set_num_threads", "active_isa", "set_max_isa", "cpu_has_avx512_bf16", "compat_mode",
     "set_compat_mode", "verbose", "set_verbose", "__version__",
 ]

@@ -23,6 +23,11 @@ Operators (all CPU; ``rotary_mode`` is the code 0 half, 1 interleave, 2 quarter,
                                        grad_initial_state); grad_g is an empty (0,) tensor when g is None
 ``recurrent_gated_delta_rule``         decode -> out; the state pool is mutated
 ``recurrent_gated_delta_rule_out``     the same into a given out (mutated)
+``causal_conv1d_fn``                   prefill causal conv -> y; conv_states mutated (``activation`` 0 none,
+                                       1 silu)
+``causal_conv1d_fn_out``               the same into a given out (mutated)
+``causal_conv1d_update``               decode causal conv -> y; conv_states mutated
+``causal_conv1d_update_out``           the same into a given out (mutated)
 =====================================  ==========================================================================
 
 The public functions (txops.interleave_rope, ...) route torch tensors through these operators whenever autograd,
@@ -71,6 +76,11 @@ SCHEMAS = {
         "Tensor ssm_state_indices, Tensor? g, Tensor? gk, Tensor? num_accepted_tokens, float scale, "
         "Tensor(b!) out) -> ()",
 }
+_CONV_ARGS = ("(Tensor x, Tensor weight, Tensor(a!) conv_states, Tensor? bias, Tensor? query_start_loc, "
+              "Tensor? cache_indices, Tensor? {per_sequence}, int activation, int null_block_id")
+for _op, _per_sequence in (("causal_conv1d_fn", "initial_state_mode"), ("causal_conv1d_update", "num_accepted_tokens")):
+    SCHEMAS[_op] = _CONV_ARGS.format(per_sequence=_per_sequence) + ") -> Tensor"
+    SCHEMAS[_op + "_out"] = _CONV_ARGS.format(per_sequence=_per_sequence) + ", Tensor(b!) out) -> ()"
 
 
 class Unsupported(Exception):
@@ -192,6 +202,36 @@ def _recurrent_gated_delta_rule_out(query, key, value, beta, state, actual_seq_l
     _written(state, out)
 
 
+def _causal_conv1d_fn(x, weight, conv_states, bias, query_start_loc, cache_indices, initial_state_mode,
+                     activation, null_block_id):
+    out = _new(x.shape, x.dtype, x)
+    _causal_conv1d_fn_out(x, weight, conv_states, bias, query_start_loc, cache_indices, initial_state_mode,
+                          activation, null_block_id, out)
+    return out
+
+
+def _causal_conv1d_fn_out(x, weight, conv_states, bias, query_start_loc, cache_indices, initial_state_mode,
+                         activation, null_block_id, out):
+    _C.causal_conv1d_fn(_dl(x), _dl(weight), _dl(conv_states), _dl(bias), _dl(query_start_loc), _dl(cache_indices),
+                        _dl(initial_state_mode), activation, null_block_id, _dl(out))
+    _written(conv_states, out)
+
+
+def _causal_conv1d_update(x, weight, conv_states, bias, query_start_loc, cache_indices, num_accepted_tokens,
+                         activation, null_block_id):
+    out = _new(x.shape, x.dtype, x)
+    _causal_conv1d_update_out(x, weight, conv_states, bias, query_start_loc, cache_indices, num_accepted_tokens,
+                              activation, null_block_id, out)
+    return out
+
+
+def _causal_conv1d_update_out(x, weight, conv_states, bias, query_start_loc, cache_indices, num_accepted_tokens,
+                             activation, null_block_id, out):
+    _C.causal_conv1d_update(_dl(x), _dl(weight), _dl(conv_states), _dl(bias), _dl(query_start_loc),
+                            _dl(cache_indices), _dl(num_accepted_tokens), activation, null_block_id, _dl(out))
+    _written(conv_states, out)
+
+
 # ---- fake kernels: outputs only (shapes, dtypes, contiguous strides, as the CPU kernels make them) ----------
 
 def _fake_interleave_rope(x, cos, sin):
@@ -229,6 +269,11 @@ def _fake_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, ac
             _new(value.shape, query.dtype, query), _new(beta.shape, query.dtype, query),
             _new(g.shape if g is not None else (0,), torch.float32, query),
             _new(initial_state.shape, initial_state.dtype, initial_state))
+
+
+def _fake_causal_conv1d(x, weight, conv_states, bias, query_start_loc, cache_indices, per_sequence, activation,
+                        null_block_id):
+    return _new(x.shape, x.dtype, x)
 
 
 def _fake_recurrent_gated_delta_rule(query, key, value, beta, state, actual_seq_lengths, ssm_state_indices, g,
@@ -382,6 +427,10 @@ KERNELS = {
     "chunk_gated_delta_rule_grad": (_chunk_gated_delta_rule_grad, _fake_chunk_gated_delta_rule_grad),
     "recurrent_gated_delta_rule": (_recurrent_gated_delta_rule, _fake_recurrent_gated_delta_rule),
     "recurrent_gated_delta_rule_out": (_recurrent_gated_delta_rule_out, _fake_none),
+    "causal_conv1d_fn": (_causal_conv1d_fn, _fake_causal_conv1d),
+    "causal_conv1d_fn_out": (_causal_conv1d_fn_out, _fake_none),
+    "causal_conv1d_update": (_causal_conv1d_update, _fake_causal_conv1d),
+    "causal_conv1d_update_out": (_causal_conv1d_update_out, _fake_none),
 }
 
 AUTOGRAD = {

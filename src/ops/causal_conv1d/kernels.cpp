@@ -1,19 +1,21 @@
-// kernels.cpp — the causal-conv1d kernel (Highway: AVX3, AVX2, SCALAR). One item is one sequence's block of up
-// to kConvChannelBlock channels: its K-1 history rows and the K weight rows are staged as fp32, then each token's
-// row is staged into a ring of K rows (strided or not), y_t = act(bias + sum_j w[j] * ring[(t+j) % K]) is
-// accumulated in that fixed order with fused multiply-adds and rounded once, and finally the state rows the
-// operator's rule names are copied, element for element, from the history or from x. Items touch disjoint
-// channels of y and of the state lines (validation refuses a line shared by two sequences), so the partition
-// does not change any bit.
+// kernels.cpp — the causal-conv1d kernels (Highway: AVX3, AVX2, SCALAR), in the two passes of problem.h.
+// Pass 1 (y): per item, the K weight rows and the bias are staged as fp32; then the item's tokens are walked in
+// order with a ring of K staged rows (strided or not): token t's row goes into slot (t+K-1) mod K and
+// y_t = act(bias + sum_j w[j] * ring[(t+j) mod K]) is accumulated in that fixed order with fused multiply-adds
+// and rounded once into y. Rows are read and written whole (up to kConvChannelChunk channels), consecutive
+// tokens one after the other, so the memory streams linearly. Pass 2 (state write-back): per block of channels
+// of a sequence, the history rows are saved as stored, then the rows the operator's rule names are copied,
+// element for element, from them or from x. Every element's arithmetic is fixed by its position, not by the
+// item or thread computing it, so results do not depend on the partition.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/causal_conv1d/kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/simd_convert-inl.h"
 #include "ops/causal_conv1d/problem.h"
@@ -26,16 +28,34 @@ namespace {
 namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
-constexpr int64_t kCB = kConvChannelBlock;
 
-// SiLU v / (1 + exp(-v)); exp's argument is capped at 88 (e^88 < FLT_MAX; below -88 the result is -0 either way).
+// SiLU v / (1 + e^-v). e^-v = 2^z, z = -v log2(e) clamped to [-126, 126] (2^126 < FLT_MAX; beyond, SiLU is v or
+// -0 to fp32 precision), split z = n + f with |f| <= 1/2: 2^f by a degree-5 polynomial (relative error < 2e-7),
+// 2^n by the exponent bits; 1/(1 + 2^z) by the hardware reciprocal and one Newton step (relative error ~1e-7).
+// A NaN v stays NaN (the clamps turn z into a number; v carries the NaN into the product). Highway's Exp and a
+// division cost three times as much, and the conv is otherwise memory-bound.
 HWY_INLINE VF Silu(DF df, VF v) {
-#if HWY_TARGET == HWY_SCALAR  // Highway's scalar Exp converts its argument to int: a NaN would be UB
+#if HWY_TARGET == HWY_SCALAR  // one lane: the libm functions
   const float s = hn::GetLane(v);
   return hn::Set(df, s / (1.0f + std::exp(std::min(-s, 88.0f))));
 #else
-  const VF e = hn::Exp(df, hn::Min(hn::Neg(v), hn::Set(df, 88.0f)));  // Min(NaN, 88) is 88: v keeps the NaN
-  return hn::Div(v, hn::Add(hn::Set(df, 1.0f), e));
+  const hn::RebindToSigned<DF> di;
+  VF z = hn::Mul(v, hn::Set(df, -1.44269504088896341f));
+  z = hn::Min(hn::Max(z, hn::Set(df, -126.0f)), hn::Set(df, 126.0f));
+  const VF n = hn::Round(z);
+  const VF f = hn::Sub(z, n);
+  // 2^f on [-1/2, 1/2]: Taylor coefficients of e^(f ln 2), enough at degree 5 for fp32 (error ~1.5e-7).
+  VF poly = hn::Set(df, 1.3333558146428443e-3f);
+  poly = hn::MulAdd(poly, f, hn::Set(df, 9.6181291076284772e-3f));
+  poly = hn::MulAdd(poly, f, hn::Set(df, 5.5504108664821580e-2f));
+  poly = hn::MulAdd(poly, f, hn::Set(df, 2.4022650695910071e-1f));
+  poly = hn::MulAdd(poly, f, hn::Set(df, 6.9314718055994531e-1f));
+  poly = hn::MulAdd(poly, f, hn::Set(df, 1.0f));
+  const VF scale = hn::BitCast(df, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127))));
+  const VF d = hn::MulAdd(poly, scale, hn::Set(df, 1.0f));  // 1 + 2^z
+  VF r = hn::ApproximateReciprocal(d);
+  r = hn::Mul(r, hn::NegMulAdd(d, r, hn::Set(df, 2.0f)));  // r (2 - d r)
+  return hn::Mul(v, r);
 #endif
 }
 
@@ -49,85 +69,247 @@ void CopyElements(const T* src, int64_t src_stride, T* dst, int64_t dst_stride, 
   for (int64_t c = 0; c < count; ++c) std::memcpy(dst + c * dst_stride, src + c * src_stride, sizeof(T));
 }
 
+// The views' element pointers and strides, typed.
 template <class T>
-void RunItemsT(const ConvProblem& p, int64_t begin, int64_t end) {
+struct Typed {
+  explicit Typed(const ConvProblem& p)
+      : x(static_cast<const T*>(p.x.data)), weight(static_cast<const T*>(p.weight.data)),
+        bias(static_cast<const T*>(p.bias.data)), y(static_cast<T*>(p.y.data)), states(static_cast<T*>(p.states.data)),
+        xc(p.x.strides[p.x.ndim - 1]), yc(p.y.strides[p.y.ndim - 1]), wk(p.weight.strides[0]),
+        wc(p.weight.strides[1]), bc(p.has_bias ? p.bias.strides[0] : 0), sl(p.states.strides[0]),
+        sr(p.states.strides[1]), sc(p.states.strides[2]) {}
+  const T* x;
+  const T* weight;
+  const T* bias;
+  T* y;
+  T* states;
+  int64_t xc, yc, wk, wc, bc, sl, sr, sc;
+};
+
+// y of one item's tokens, the window ring already holding the K-1 rows before its first token; K and the
+// activation are template parameters so that the tap loop unrolls and nothing but arithmetic is in it.
+template <class T, int K, bool kSilu>
+void ForwardTokens(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb, int64_t xc, int64_t yc, int64_t nc,
+                   int64_t padded, int64_t stride, float* ring, const float* w, const float* bias, float* out) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t K = p.width, S = p.state_len, blocks = (p.dim + kCB - 1) / kCB;
-  const T* x = static_cast<const T*>(p.x.data);
-  T* y = static_cast<T*>(p.y.data);
-  T* states = static_cast<T*>(p.states.data);
-  const T* weight = static_cast<const T*>(p.weight.data);
-  const int64_t xc = p.x.strides[p.x.ndim - 1], yc = p.y.strides[p.y.ndim - 1];
-  const int64_t sl = p.states.strides[0], sr = p.states.strides[1], sc = p.states.strides[2];
-  const int64_t wk = p.weight.strides[0], wc = p.weight.strides[1];
-  HWY_ALIGN float w[4][kCB], bias[kCB], ring[4][kCB], out[kCB];
-  T history[3][kCB];  // the history rows as stored: the write-back copies them unchanged
+  for (int64_t t = it.token_begin; t < it.token_end; ++t) {
+    const float* rows[K];
+    for (int j = 0; j < K; ++j) rows[j] = ring + (t + j) % K * stride;
+    LoadRowF32(xb + t * p.x_token_stride, xc, nc, padded, const_cast<float*>(rows[K - 1]));
+    for (int64_t c = 0; c < padded; c += N) {
+      VF acc = hn::Load(df, bias + c);
+      for (int j = 0; j < K; ++j) acc = hn::MulAdd(hn::Load(df, w + j * stride + c), hn::Load(df, rows[j] + c), acc);
+      if (kSilu) acc = Silu(df, acc);
+      hn::Store(acc, df, out + c);
+    }
+    StoreRowF32(out, nc, yb + t * p.y_token_stride, yc);
+  }
+}
 
-  for (int64_t item = begin; item < end; ++item) {
-    const int64_t b = item / blocks, c0 = (item % blocks) * kCB, nc = std::min(kCB, p.dim - c0);
-    const int64_t padded = (nc + N - 1) / N * N, L = p.length[b];
-    const T* xb = x + p.x_offset[b] + c0 * xc;
-    T* yb = y + p.y_offset[b] + c0 * yc;
-    if (p.line[b] < 0) {  // null_block_id: y is zero, the state is not touched
-      std::fill(out, out + kCB, 0.0f);
-      for (int64_t t = 0; t < L; ++t) StoreRowF32(out, nc, yb + t * p.y_token_stride, yc);
+template <class T, int K>
+void ForwardTokensAct(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb, int64_t xc, int64_t yc,
+                      int64_t nc, int64_t padded, int64_t stride, float* ring, const float* w, const float* bias,
+                      float* out) {
+  if (p.activation == ConvActivation::kSilu)
+    ForwardTokens<T, K, true>(p, it, xb, yb, xc, yc, nc, padded, stride, ring, w, bias, out);
+  else
+    ForwardTokens<T, K, false>(p, it, xb, yb, xc, yc, nc, padded, stride, ring, w, bias, out);
+}
+
+// ---- the contiguous path: every channel stride 1 (CANN's layouts) ----
+// No staging: window rows are read straight from x (the rows of the last K tokens are in cache), weights and bias
+// converted on load, and four tokens are computed per pass over a channel vector, sharing the K weight vectors
+// (7 row loads for 4 outputs at K = 4). Same operations in the same order as the staged path, so the same bits.
+template <class T, int K, bool kSilu, int kTokens>
+HWY_INLINE void ContiguousGroup(DF df, const T* const* rows, const T* w, int64_t wk, const T* bias, T* const* ys,
+                                int64_t c) {
+  VF wj[K];
+  for (int j = 0; j < K; ++j) wj[j] = LoadF32(df, w + j * wk + c);
+  const VF b = bias != nullptr ? LoadF32(df, bias + c) : hn::Zero(df);
+  VF acc[kTokens];
+  for (int u = 0; u < kTokens; ++u) acc[u] = b;
+  // Window row i (0 .. K-2+kTokens) serves token u at tap j = i - u.
+  for (int i = 0; i < K - 1 + kTokens; ++i) {
+    const VF xi = rows[i] != nullptr ? LoadF32(df, rows[i] + c) : hn::Zero(df);
+    for (int u = 0; u < kTokens; ++u) {
+      const int j = i - u;
+      if (j >= 0 && j < K) acc[u] = hn::MulAdd(wj[j], xi, acc[u]);
+    }
+  }
+  for (int u = 0; u < kTokens; ++u) StoreF32(df, kSilu ? Silu(df, acc[u]) : acc[u], ys[u] + c);
+}
+
+constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
+
+// The same for a tail of fewer than N channels, element by element through fp32 buffers.
+template <class T, int K, bool kSilu, int kTokens>
+void ContiguousTail(DF df, const T* const* rows, const T* w, int64_t wk, const T* bias, T* const* ys, int64_t c,
+                    int64_t count) {
+  HWY_ALIGN T row_buf[K - 1 + kTokens][kMaxLanes];
+  HWY_ALIGN T w_buf[K][kMaxLanes];
+  HWY_ALIGN T b_buf[kMaxLanes];
+  HWY_ALIGN T y_buf[kTokens][kMaxLanes];
+  std::memset(static_cast<void*>(row_buf), 0, sizeof(row_buf));
+  std::memset(static_cast<void*>(w_buf), 0, sizeof(w_buf));
+  std::memset(static_cast<void*>(b_buf), 0, sizeof(b_buf));
+  const T* tail_rows[K - 1 + kTokens];
+  T* tail_ys[kTokens];
+  for (int i = 0; i < K - 1 + kTokens; ++i) {
+    if (rows[i] != nullptr) std::memcpy(static_cast<void*>(row_buf[i]), rows[i] + c, count * sizeof(T));
+    tail_rows[i] = rows[i] != nullptr ? row_buf[i] : nullptr;
+  }
+  for (int j = 0; j < K; ++j) std::memcpy(static_cast<void*>(w_buf[j]), w + j * wk + c, count * sizeof(T));
+  if (bias != nullptr) std::memcpy(static_cast<void*>(b_buf), bias + c, count * sizeof(T));
+  for (int u = 0; u < kTokens; ++u) tail_ys[u] = y_buf[u];
+  ContiguousGroup<T, K, kSilu, kTokens>(df, tail_rows, w_buf[0], kMaxLanes, bias != nullptr ? b_buf : nullptr,
+                                        tail_ys, 0);
+  for (int u = 0; u < kTokens; ++u) std::memcpy(static_cast<void*>(ys[u] + c), y_buf[u], count * sizeof(T));
+}
+
+template <class T, int K, bool kSilu>
+void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t b = it.sequence, c0 = it.channel_begin, nc = it.channel_end - it.channel_begin;
+  const T* xb = v.x + p.x_offset[b] + c0;
+  T* yb = v.y + p.y_offset[b] + c0;
+  const T* w = v.weight + c0;
+  const T* bias = p.has_bias ? v.bias + c0 : nullptr;
+  const T* history = p.history_row[b] >= 0 ? v.states + p.line[b] * v.sl + p.history_row[b] * v.sr + c0 : nullptr;
+  // Window row i of token t is p[t + i]: x row t + i - (K-1), or history row t + i (null: zeros).
+  auto window_row = [&](int64_t index) -> const T* {
+    if (index >= K - 1) return xb + (index - (K - 1)) * p.x_token_stride;
+    return history != nullptr ? history + index * v.sr : nullptr;
+  };
+  auto run = [&](auto tokens_tag, int64_t t) {
+    constexpr int kTokens = decltype(tokens_tag)::value;
+    const T* rows[K - 1 + kTokens];
+    T* ys[kTokens];
+    for (int i = 0; i < K - 1 + kTokens; ++i) rows[i] = window_row(t + i);
+    for (int u = 0; u < kTokens; ++u) ys[u] = yb + (t + u) * p.y_token_stride;
+    int64_t c = 0;
+    for (; c + N <= nc; c += N) ContiguousGroup<T, K, kSilu, kTokens>(df, rows, w, v.wk, bias, ys, c);
+    if (c < nc) ContiguousTail<T, K, kSilu, kTokens>(df, rows, w, v.wk, bias, ys, c, nc - c);
+  };
+  int64_t t = it.token_begin;
+  for (; t + 4 <= it.token_end; t += 4) run(std::integral_constant<int, 4>(), t);
+  for (; t < it.token_end; ++t) run(std::integral_constant<int, 1>(), t);
+}
+
+template <class T, int K>
+void ContiguousItemAct(const ConvProblem& p, const ConvItem& it, const Typed<T>& v) {
+  if (p.activation == ConvActivation::kSilu)
+    ContiguousItem<T, K, true>(p, it, v);
+  else
+    ContiguousItem<T, K, false>(p, it, v);
+}
+
+template <class T>
+void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t K = p.width, width = std::min(p.dim, kConvChannelChunk), stride = (width + N - 1) / N * N;
+  const Typed<T> v(p);
+  float* ring = scratch;               // K rows
+  float* w = ring + K * stride;        // K rows
+  float* bias = w + K * stride;        // 1 row
+  float* out = bias + stride;          // 1 row
+  const bool contiguous = v.xc == 1 && v.yc == 1 && v.wc == 1 && (!p.has_bias || v.bc == 1) && v.sc == 1;
+  for (int64_t i = begin; i < end; ++i) {
+    const ConvItem& it = items[i];
+    const int64_t b = it.sequence, c0 = it.channel_begin, nc = it.channel_end - it.channel_begin;
+    const int64_t padded = (nc + N - 1) / N * N;
+    if (contiguous && p.line[b] >= 0) {
+      switch (K) {
+        case 2: ContiguousItemAct<T, 2>(p, it, v); break;
+        case 3: ContiguousItemAct<T, 3>(p, it, v); break;
+        default: ContiguousItemAct<T, 4>(p, it, v); break;
+      }
       continue;
     }
-    T* line = states + p.line[b] * sl + c0 * sc;
-    for (int64_t j = 0; j < K; ++j) LoadRowF32(weight + j * wk + c0 * wc, wc, nc, padded, w[j]);
-    if (p.has_bias) {
-      const T* bias_src = static_cast<const T*>(p.bias.data) + c0 * p.bias.strides[0];
-      LoadRowF32(bias_src, p.bias.strides[0], nc, padded, bias);
-    } else {
+    const T* xb = v.x + p.x_offset[b] + c0 * v.xc;
+    T* yb = v.y + p.y_offset[b] + c0 * v.yc;
+    if (p.line[b] < 0) {  // null_block_id: y is zero, the state is not touched
+      std::fill(out, out + padded, 0.0f);
+      for (int64_t t = it.token_begin; t < it.token_end; ++t) StoreRowF32(out, nc, yb + t * p.y_token_stride, v.yc);
+      continue;
+    }
+    for (int64_t j = 0; j < K; ++j) LoadRowF32(v.weight + j * v.wk + c0 * v.wc, v.wc, nc, padded, w + j * stride);
+    if (p.has_bias)
+      LoadRowF32(v.bias + c0 * v.bc, v.bc, nc, padded, bias);
+    else
       std::fill(bias, bias + padded, 0.0f);
+    // The window rows before the first token: earlier tokens, or (first chunk) the history rows / zeros.
+    const T* history = p.history_row[b] >= 0 ? v.states + p.line[b] * v.sl + p.history_row[b] * v.sr + c0 * v.sc
+                                              : nullptr;
+    for (int64_t i0 = 0; i0 < K - 1; ++i0) {
+      const int64_t t = it.token_begin - (K - 1) + i0;  // p index t + K - 1 lands in slot (t + K - 1) mod K
+      float* slot = ring + ((t + K - 1) % K + K) % K * stride;
+      if (t >= 0)
+        LoadRowF32(xb + t * p.x_token_stride, v.xc, nc, padded, slot);
+      else if (history != nullptr)
+        LoadRowF32(history + (t + K - 1) * v.sr, v.sc, nc, padded, slot);
+      else
+        std::fill(slot, slot + padded, 0.0f);
     }
+    switch (K) {
+      case 2: ForwardTokensAct<T, 2>(p, it, xb, yb, v.xc, v.yc, nc, padded, stride, ring, w, bias, out); break;
+      case 3: ForwardTokensAct<T, 3>(p, it, xb, yb, v.xc, v.yc, nc, padded, stride, ring, w, bias, out); break;
+      default: ForwardTokensAct<T, 4>(p, it, xb, yb, v.xc, v.yc, nc, padded, stride, ring, w, bias, out); break;
+    }
+  }
+}
+
+// Row r of the line takes p[src(r)]: prefill the last S entries of p (rows with src < 0 stay as they are), update
+// the window moved by one token (rows r < min(K-2+L, S)).
+template <class T>
+void WriteBackT(const ConvProblem& p, int64_t begin, int64_t end) {
+  const int64_t K = p.width, S = p.state_len, blocks = (p.dim + kConvStateBlock - 1) / kConvStateBlock;
+  const Typed<T> v(p);
+  T history[3][kConvStateBlock];  // the history rows as stored, saved before any row is written
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t b = item / blocks, c0 = (item % blocks) * kConvStateBlock;
+    const int64_t nc = std::min(kConvStateBlock, p.dim - c0), L = p.length[b];
+    if (p.line[b] < 0) continue;
+    T* line = v.states + p.line[b] * v.sl + c0 * v.sc;
+    const T* xb = v.x + p.x_offset[b] + c0 * v.xc;
     for (int64_t i = 0; i < K - 1; ++i) {
-      if (p.history_row[b] >= 0) {
-        CopyElements(line + (p.history_row[b] + i) * sr, sc, history[i], 1, nc);
-        LoadRowF32(history[i], 1, nc, padded, ring[i]);
-      } else {
+      if (p.history_row[b] >= 0)
+        CopyElements(line + (p.history_row[b] + i) * v.sr, v.sc, history[i], 1, nc);
+      else
         std::memset(static_cast<void*>(history[i]), 0, sizeof(history[i]));  // +0 in every storage type
-        std::fill(ring[i], ring[i] + padded, 0.0f);
-      }
     }
-    // Token t's window is p[t .. t+K-1], p[i] kept in ring[i % K]; x_t is p[t+K-1].
-    for (int64_t t = 0; t < L; ++t) {
-      LoadRowF32(xb + t * p.x_token_stride, xc, nc, padded, ring[(t + K - 1) % K]);
-      for (int64_t c = 0; c < padded; c += N) {
-        VF acc = hn::Load(df, bias + c);
-        for (int64_t j = 0; j < K; ++j) acc = hn::MulAdd(hn::Load(df, w[j] + c), hn::Load(df, ring[(t + j) % K] + c), acc);
-        if (p.activation == ConvActivation::kSilu) acc = Silu(df, acc);
-        hn::Store(acc, df, out + c);
-      }
-      StoreRowF32(out, nc, yb + t * p.y_token_stride, yc);
-    }
-    // Write-back: row r of the line takes p[src(r)]: prefill the last S entries of p (r with src < 0 stay as they
-    // are), update the window moved by one token (rows r < min(K-2+L, S)).
-    const int64_t P = K - 1 + L;
-    const int64_t rows = p.update ? std::min(K - 2 + L, S) : S;
+    const int64_t P = K - 1 + L, rows = p.update ? std::min(K - 2 + L, S) : S;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t src = p.update ? 1 + r : P - S + r;
       if (src < 0) continue;
       if (src < K - 1)
-        CopyElements(history[src], 1, line + r * sr, sc, nc);
+        CopyElements(history[src], 1, line + r * v.sr, v.sc, nc);
       else
-        CopyElements(xb + (src - (K - 1)) * p.x_token_stride, xc, line + r * sr, sc, nc);
+        CopyElements(xb + (src - (K - 1)) * p.x_token_stride, v.xc, line + r * v.sr, v.sc, nc);
     }
   }
 }
 
-void ConvRunItems(const ConvProblem& p, int64_t begin, int64_t end) {
+}  // namespace
+
+// Exported for the dispatch tables below (the anonymous namespace keeps the helpers private per target).
+void ConvForward(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
   switch (p.dtype) {
-    case DType::kBF16: return RunItemsT<hwy::bfloat16_t>(p, begin, end);
-    case DType::kF16: return RunItemsT<hwy::float16_t>(p, begin, end);
-    default: return RunItemsT<float>(p, begin, end);
+    case DType::kBF16: return ForwardT<hwy::bfloat16_t>(p, items, begin, end, scratch);
+    case DType::kF16: return ForwardT<hwy::float16_t>(p, items, begin, end, scratch);
+    default: return ForwardT<float>(p, items, begin, end, scratch);
   }
 }
 
-}  // namespace
-// Exported for the dispatch table below (the anonymous namespace keeps the helpers private per target).
-void ConvRunItemsExported(const ConvProblem& p, int64_t begin, int64_t end) { ConvRunItems(p, begin, end); }
+void ConvWriteBack(const ConvProblem& p, int64_t begin, int64_t end) {
+  switch (p.dtype) {
+    case DType::kBF16: return WriteBackT<hwy::bfloat16_t>(p, begin, end);
+    case DType::kF16: return WriteBackT<hwy::float16_t>(p, begin, end);
+    default: return WriteBackT<float>(p, begin, end);
+  }
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace txops
@@ -137,6 +319,11 @@ HWY_AFTER_NAMESPACE();
 #include "core/isa_dispatch.h"
 
 namespace txops {
-ConvRunItemsFn* select_conv_run_items(Isa isa) { return TXOPS_SELECT_KERNEL(isa, ConvRunItemsExported); }
+int64_t conv_scratch_floats(const ConvProblem& p) {
+  const int64_t width = std::min(p.dim, kConvChannelChunk), stride = (width + 15) / 16 * 16;  // whole vectors
+  return (2 * p.width + 2) * stride;
+}
+ConvForwardFn* select_conv_forward(Isa isa) { return TXOPS_SELECT_KERNEL(isa, ConvForward); }
+ConvWriteBackFn* select_conv_write_back(Isa isa) { return TXOPS_SELECT_KERNEL(isa, ConvWriteBack); }
 }  // namespace txops
 #endif

@@ -1,6 +1,8 @@
-// plan.cpp — phase one of both causal-conv1d operators: validate, then plan the (sequence, channel block)
-// items over threads (contiguous ranges of near-equal tokens; small calls on one thread) for the active ISA's
-// kernel. No workspace: the kernel stages at most a few KiB on its stack.
+// plan.cpp — phase one of both causal-conv1d operators: validate, then plan the two passes of problem.h (y over
+// (sequence, token chunk, channel chunk) items in contiguous ranges of near-equal work; the state write-back over
+// (sequence, channel block) items), each on as many threads as its work is worth, and the run closure. The
+// workspace is pass 1's fp32 scratch, one area per thread.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
@@ -16,48 +18,75 @@
 namespace txops {
 namespace {
 
-// Elements (tokens x channels read and written) a thread should get at least: below this a second thread costs
-// more in wake-up than it saves.
-constexpr int64_t kMinElementsPerThread = 1 << 15;
+// Elements (channel-tokens) a thread should get at least: below this a second thread costs more in wake-up and
+// barrier than it saves.
+constexpr int64_t kMinElementsPerThread = 1 << 16;
+constexpr int64_t kAlign = 64;
 
 struct ConvPlan {
   ConvProblem problem;
-  int threads = 1;
-  std::vector<int64_t> part_start;
+  std::vector<ConvItem> items;         // pass 1
+  std::vector<int64_t> part_start;     // pass 1's item ranges, one per thread
+  int threads = 1, write_back_threads = 1;
+  int64_t write_back_items = 0, scratch_bytes = 0;
 };
+
+void plan_items(ConvPlan* plan) {
+  const ConvProblem& p = plan->problem;
+  std::vector<int64_t> costs;
+  int64_t elements = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t L = p.length[b];
+    for (int64_t t0 = 0; t0 < L; t0 += kConvTokenChunk) {
+      const int64_t t1 = std::min(L, t0 + kConvTokenChunk);
+      for (int64_t c0 = 0; c0 < p.dim; c0 += kConvChannelChunk) {
+        const int64_t c1 = std::min(p.dim, c0 + kConvChannelChunk);
+        plan->items.push_back({b, t0, t1, c0, c1});
+        costs.push_back((t1 - t0 + p.width) * (c1 - c0));  // tokens + the window's history and weight rows
+        elements += costs.back();
+      }
+    }
+  }
+  plan->threads = std::max(1, std::min<int>(plan_threads(elements, kMinElementsPerThread),
+                                            static_cast<int>(plan->items.size())));
+  partition_by_cost(costs, plan->threads, &plan->part_start);
+  const int64_t blocks = (p.dim + kConvStateBlock - 1) / kConvStateBlock;
+  plan->write_back_items = p.batch * blocks;
+  plan->write_back_threads = std::min<int>(plan_threads(p.batch * p.state_len * p.dim, kMinElementsPerThread),
+                                           static_cast<int>(plan->write_back_items));
+  plan->scratch_bytes = (conv_scratch_floats(p) * static_cast<int64_t>(sizeof(float)) + kAlign - 1) / kAlign * kAlign;
+}
 
 Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
   auto plan = std::make_shared<ConvPlan>();
   plan->problem = std::move(problem);
-  const ConvProblem& p = plan->problem;
-  const int64_t blocks = (p.dim + kConvChannelBlock - 1) / kConvChannelBlock;
-  std::vector<int64_t> costs(static_cast<size_t>(p.batch * blocks));
-  int64_t elements = 0;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    for (int64_t k = 0; k < blocks; ++k) costs[b * blocks + k] = p.length[b] + p.width;  // tokens + state rows
-    elements += (p.length[b] + p.width) * p.dim;
-  }
-  plan->threads = std::min<int>(plan_threads(elements, kMinElementsPerThread), static_cast<int>(costs.size()));
-  partition_by_cost(costs, plan->threads, &plan->part_start);
+  plan_items(plan.get());
   const Isa isa = active_isa();
   record_plan(compiled_isa(isa), plan->threads, "causal_conv1d_rows");
-  ConvRunItemsFn* run = select_conv_run_items(isa);
-  op->workspace_bytes = 0;
-  op->run = [plan, run, isa, op_name](void*) -> Status {
+  ConvForwardFn* forward = select_conv_forward(isa);
+  ConvWriteBackFn* write_back = select_conv_write_back(isa);
+  op->workspace_bytes = static_cast<uint64_t>(kAlign + plan->scratch_bytes * plan->threads);
+  op->run = [plan, forward, write_back, isa, op_name](void* workspace) -> Status {
     std::string details;
+    const ConvPlan& pl = *plan;
+    const ConvProblem& q = pl.problem;
     if (verbose()) {
-      const ConvProblem& q = plan->problem;
-      char buf[200];
-      std::snprintf(buf, sizeof(buf), "kernel=causal_conv1d_rows isa=%s threads=%d B=%" PRId64 " dim=%" PRId64
-                    " K=%" PRId64 " stateLen=%" PRId64 " %s", isa_name(isa), plan->threads, q.batch, q.dim, q.width,
-                    q.state_len, dtype_name(q.dtype));
+      char buf[240];
+      std::snprintf(buf, sizeof(buf), "kernel=causal_conv1d_rows isa=%s threads=%d write_back_threads=%d B=%" PRId64
+                    " dim=%" PRId64 " K=%" PRId64 " stateLen=%" PRId64 " %s", isa_name(isa), pl.threads,
+                    pl.write_back_threads, q.batch, q.dim, q.width, q.state_len, dtype_name(q.dtype));
       details = buf;
     }
     VerboseTimer timer(op_name, std::move(details));
-    const ConvPlan& pl = *plan;
+    char* base = static_cast<char*>(workspace);
+    base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
+    // Pass 1 reads the states (history rows) and writes y; pass 2 rewrites the states, after all of pass 1.
     parallel_parts(pl.threads, pl.threads, [&](int64_t part, int64_t, int64_t) {
-      run(pl.problem, pl.part_start[part], pl.part_start[part + 1]);
+      forward(q, pl.items.data(), pl.part_start[part], pl.part_start[part + 1],
+              reinterpret_cast<float*>(base + pl.scratch_bytes * part));
     });
+    parallel_for(pl.write_back_threads, pl.write_back_items,
+                 [&](int64_t begin, int64_t end) { write_back(q, begin, end); });
     return Status();
   };
   return Status();

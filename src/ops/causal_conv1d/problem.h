@@ -28,12 +28,27 @@ struct ConvProblem {
   std::vector<int64_t> history_row;  // first state row of its K-1 history rows, or -1: a zero history
 };
 
-// Channels one kernel item covers: a sequence's channels [block * kConvChannelBlock, ...).
-constexpr int64_t kConvChannelBlock = 64;
+// The work is done in two passes, each over its own items (the plan partitions them over threads):
+//  1. y: items of up to kConvTokenChunk tokens of one sequence and up to kConvChannelChunk channels, so that each
+//     token row is read and written as one contiguous run (the memory streams linearly); a chunk's first K-1
+//     window rows are the previous tokens of the sequence, or for its first chunk the history (state rows or
+//     zeros). Reads the states, writes only y.
+//  2. the state write-back: items of one sequence's kConvStateBlock channels; each saves the history rows it
+//     reads before writing any row of the line (rows may move up or down within it).
+constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvStateBlock = 64;
 
-// Runs items [begin, end) of the (sequence, channel block) items, sequence-major.
-using ConvRunItemsFn = void(const ConvProblem& p, int64_t begin, int64_t end);
-ConvRunItemsFn* select_conv_run_items(Isa isa);
+struct ConvItem {
+  int64_t sequence, token_begin, token_end, channel_begin, channel_end;
+};
+
+// fp32 scratch floats pass 1 needs per thread: the K-row window ring, the K weight rows, the bias and y, each
+// kConvChannelChunk wide (or dim, when smaller), padded to whole vectors.
+int64_t conv_scratch_floats(const ConvProblem& p);
+
+using ConvForwardFn = void(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch);
+using ConvWriteBackFn = void(const ConvProblem& p, int64_t begin, int64_t end);  // items: sequence-major blocks
+ConvForwardFn* select_conv_forward(Isa isa);
+ConvWriteBackFn* select_conv_write_back(Isa isa);
 
 Status validate_causal_conv1d(bool update, const TensorView& x, const TensorView& weight,
                               const TensorView& conv_states, const TensorView* bias,
