@@ -122,6 +122,7 @@ bench: build python $(VENV)/requirements-bench.txt
 	$(VENV)/bin/python bench/torch_rope.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) \
 	  --compile-dtypes $(BENCH_COMPILE_DTYPES) || status=1; \
 	$(VENV)/bin/python bench/torch_gdr.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
+	$(VENV)/bin/python bench/torch_conv.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
 	$(VENV)/bin/python bench/py_bench.py || status=1; \
 	exit $$status
 
@@ -151,7 +152,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_PLANT_BUILD ?= build-fuzz-plant
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= interleave_rope inplace_partial_rotary_mul inplace_partial_rotary_mul_grad apply_rotary_pos_emb_v2 \
-                apply_rotary_pos_emb_grad chunk_gated_delta_rule recurrent_gated_delta_rule runtime
+                apply_rotary_pos_emb_grad chunk_gated_delta_rule recurrent_gated_delta_rule causal_conv1d runtime
 FUZZ_APT_PACKAGES := cmake make pkg-config libhwy-dev libomp-dev clang libclang-rt-14-dev
 FUZZ_CMAKE := $(SAN_FLAGS) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
               -DTXOPS_BUILD_FUZZERS=ON -DTXOPS_BUILD_TESTS=OFF -DTXOPS_BUILD_TOOLS=OFF -DTXOPS_BUILD_PYTHON=OFF

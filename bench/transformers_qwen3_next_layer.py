@@ -3,8 +3,8 @@
 (``Qwen3NextGatedDeltaNet``: hidden 2048, 16 key heads, 32 value heads, head dim 128; random weights), stock
 transformers against ``txops.integrations.transformers.enable()``: prefill tokens/s for one sequence of
 --prefill tokens, decode tokens/s for --batch sequences (one token each, the recurrent state in transformers'
-cache), and the share of the layer's time spent in the gated delta rule (the rest: projections, causal conv1d,
-gated RMSNorm — PyTorch in both runs).
+cache), and the shares of the layer's time spent in the gated delta rule and in the causal conv1d (both run
+txops once enabled; the rest — projections, gated RMSNorm — is PyTorch in both runs).
 
 Run: .venv/bin/python bench/transformers_qwen3_next_layer.py [--prefill 4096] [--batch 8] [--decode-steps 8]
      [--threads N] [--dtype fp32|bf16]
@@ -25,13 +25,17 @@ from txops.integrations import transformers as txops_transformers  # noqa: E402
 
 
 class Timed:
-    """Wraps the module-level gated-delta-rule functions of modeling_qwen3_next to sum their time."""
+    """Wraps module-level functions of modeling_qwen3_next (the gated delta rule's, or the conv's) to sum their
+    time."""
 
-    def __init__(self, module):
-        self.module, self.seconds, self.saved = module, 0.0, {}
+    GDR = ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule")
+    CONV = ("causal_conv1d_fn", "causal_conv1d_update")
+
+    def __init__(self, module, names):
+        self.module, self.names, self.seconds, self.saved = module, names, 0.0, {}
 
     def __enter__(self):
-        for name in ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule"):
+        for name in self.names:
             function = getattr(self.module, name)
             self.saved[name] = function
 
@@ -80,25 +84,26 @@ def main():
             txops_transformers.enable()
         with torch.no_grad():
             layer(prompt[:, :128])  # warm-up
-            with Timed(modeling) as timed:
+            with Timed(modeling, Timed.GDR) as timed, Timed(modeling, Timed.CONV) as timed_conv:
                 start = time.perf_counter()
                 out = layer(prompt)
                 prefill = time.perf_counter() - start
-            prefill_gdr = timed.seconds
+            prefill_gdr, prefill_conv = timed.seconds, timed_conv.seconds
             cache = DynamicCache(config=config)
             layer(context, cache_params=cache)
             layer(step, cache_params=cache)  # warm-up step
-            with Timed(modeling) as timed:
+            with Timed(modeling, Timed.GDR) as timed, Timed(modeling, Timed.CONV) as timed_conv:
                 start = time.perf_counter()
                 for _ in range(args.decode_steps):
                     decoded = layer(step, cache_params=cache)
                 decode = time.perf_counter() - start
-            decode_gdr = timed.seconds
+            decode_gdr, decode_conv = timed.seconds, timed_conv.seconds
         results[name] = (out, decoded)
-        print(f"  {name:<6} prefill {args.prefill / prefill:8.0f} tokens/s ({prefill:6.2f} s, gated delta rule "
-              f"{100 * prefill_gdr / prefill:4.1f}%)   decode batch {args.batch}: "
-              f"{args.batch * args.decode_steps / decode:7.0f} tokens/s ({1e3 * decode / args.decode_steps:6.1f} "
-              f"ms/step, gated delta rule {100 * decode_gdr / decode:4.1f}%)")
+        print(f"  {name:<6} prefill {args.prefill / prefill:8.0f} tokens/s ({prefill:6.2f} s; gated delta rule "
+              f"{100 * prefill_gdr / prefill:4.1f}%, conv {100 * prefill_conv / prefill:4.1f}%)   decode batch "
+              f"{args.batch}: {args.batch * args.decode_steps / decode:7.0f} tokens/s "
+              f"({1e3 * decode / args.decode_steps:6.1f} ms/step; gated delta rule {100 * decode_gdr / decode:4.1f}%, "
+              f"conv {100 * decode_conv / decode:4.1f}%)")
         results[name + "_times"] = (prefill, decode)
     txops_transformers.disable()
     (stock_prefill, stock_decode), (tx_prefill, tx_decode) = results["stock_times"], results["txops_times"]

@@ -23,6 +23,7 @@ TXFUZZ_DECLARE(apply_rotary_pos_emb_v2)
 TXFUZZ_DECLARE(apply_rotary_pos_emb_grad)
 TXFUZZ_DECLARE(chunk_gated_delta_rule)
 TXFUZZ_DECLARE(recurrent_gated_delta_rule)
+TXFUZZ_DECLARE(causal_conv1d)
 TXFUZZ_DECLARE(runtime)
 
 namespace {
@@ -176,6 +177,20 @@ std::vector<Target> targets() {
            {"long_scalar", {{"cfg.isa", {2}}, {"shape.long", {1}}, {"lens.len", {69}},
                             {"idxv.kind", {4}}, {"accv.absent", {1}}}},
            {"bad_slot", {{"shape.B", {1}}, {"lens.len", {1, 1}}, {"idxv.kind", {1}}, {"idxv.value", {1}}}},
+       }},
+      {"causal_conv1d", txfuzz_body_causal_conv1d,
+       {
+           {"fn_bf16", {{"shape.B", {1}}, {"shape.L", {4}}, {"perv.mode", {1, 0}}}},
+           {"fn_varlen_null", {{"shape.varlen", {1}}, {"shape.B", {2}}, {"lens.len", {3, 6, 1}}, {"idxv.kind", {1}},
+                               {"idxv.at", {1}}, {"shape.K", {1}}, {"dtype.f16", {1}}}},
+           {"fn_long_strided", {{"shape.long", {1}}, {"shape.L", {199}}, {"shape.dim", {1}}, {"x.mut", {3}},
+                                {"x.layout", {0}}, {"states.mut", {3}}, {"cfg.threads", {1}}}},
+           {"update_decode", {{"op.update", {1}}, {"shape.B", {3}}, {"shape.dim", {5}}, {"idx.absent", {1}}}},
+           {"update_spec", {{"op.update", {1}}, {"shape.spec", {1}}, {"shape.L", {3}}, {"shape.extra_state", {3}},
+                            {"perv.n", {0, 1, 3}}, {"shape.B", {2}}, {"dtype.f32", {1}}}},
+           {"update_varlen_spec", {{"op.update", {1}}, {"shape.spec", {1}}, {"shape.varlen", {1}}, {"shape.B", {1}},
+                                   {"lens.len", {2, 3}}, {"shape.extra_state", {2}}, {"perv.n", {1, 2}}}},
+           {"bad_repeat", {{"shape.B", {1}}, {"idxv.kind", {2}}}},
        }},
       {"runtime", txfuzz_body_runtime,
        {

@@ -139,6 +139,45 @@ def test_gated_delta_rule_functions_match_stock(stock, dtype):
     assert relative(got[1], expected[1]) <= 1e-5
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_causal_conv_functions_match_stock(stock, dtype, monkeypatch):
+    """Qwen3-Next's conv before the recurrence: prefill on (B, dim, L), decode on the cache's (B, dim, S) state
+    (transformers keeps S = K; S = K-1 is Dao's layout), both in place as the stock code does; a call autograd must
+    record stays stock."""
+    import inspect
+    from txops import conv
+    stock_fn, stock_update = (inspect.unwrap(f) for f in (qwen3_next.causal_conv1d_fn, qwen3_next.causal_conv1d_update))
+    tx.enable()
+    calls = {"n": 0}
+    for name in ("causal_conv1d_fn", "causal_conv1d_update"):
+        original = getattr(conv, name)
+
+        def counted(*args, _original=original, **kwargs):
+            calls["n"] += 1
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(conv, name, counted)
+    tol = 1e-5 if dtype == torch.float32 else 2 ** -7
+    gen2 = torch.Generator().manual_seed(5)
+    dim, K = 80, 4
+    w, b = torch.randn(dim, K, generator=gen2).to(dtype), torch.randn(dim, generator=gen2).to(dtype)
+    for activation in ("silu", None):
+        x = torch.randn(2, dim, 13, generator=gen2).to(dtype)
+        got = qwen3_next.causal_conv1d_fn(x, w, b, activation=activation)
+        assert got.dtype == dtype and relative(got, stock_fn(x, w, b, activation=activation)) <= tol
+        for state_len in (K, K - 1):
+            state = torch.randn(2, dim, state_len, generator=gen2).to(dtype)
+            expected_state = state.clone()
+            token = torch.randn(2, dim, 1, generator=gen2).to(dtype)
+            expected = stock_update(token, expected_state, w, b, activation)
+            got = qwen3_next.causal_conv1d_update(token, state, w, b, activation)
+            assert relative(got, expected) <= tol
+            assert torch.equal(state, expected_state)  # the same values, moved the same way
+    assert calls["n"] == 6
+    x = torch.randn(1, dim, 5, generator=gen2, requires_grad=True)  # autograd: the stock code, differentiable
+    qwen3_next.causal_conv1d_fn(x, w.float(), None, activation="silu").sum().backward()
+    assert x.grad is not None and calls["n"] == 6
+
+
 @pytest.mark.parametrize("unsqueeze_dim", [1, 2])
 @pytest.mark.parametrize("rotary", [16, 8])  # full (Llama) and partial (Qwen3-Next's form) rotary width
 def test_rope_functions_match_stock(stock, unsqueeze_dim, rotary):

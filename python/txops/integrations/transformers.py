@@ -12,6 +12,10 @@ look up at call time):
   layer copies the returned state into that same tensor right after, so nothing else changes). GQA stays as the
   model does it (q / k repeated before the call). Inputs are taken to fp32 as the stock functions do. The prefill
   is differentiable (txops' backward, ``chunk_gated_delta_rule_grad``): training runs txops too.
+* ``causal_conv1d_fn`` / ``causal_conv1d_update`` (the same models' short convolution before the recurrence,
+  when transformers falls back to PyTorch): ``txops.causal_conv1d_fn`` / ``causal_conv1d_update`` on the
+  channel-first tensors' transposed views; decode updates the cache's conv state in place, as the stock code does.
+  Calls autograd must record keep the stock code (txops' conv has no backward).
 * ``apply_rotary_pos_emb_interleave`` (DeepSeek-V3 / V3.2 and the copies of it): ``txops.interleave_rope`` on q
   and k (de-interleave, then rotate-half), differentiable.
 * ``apply_rotary_pos_emb`` (Llama and the many models with the same function, and the partial-rotary form of
@@ -182,6 +186,59 @@ def _make_recurrent(original):
 
 # ---- RoPE ----------------------------------------------------------------------------------------------------
 
+# ---- the causal conv of the linear-attention layers ---------------------------------------------------------
+# transformers keeps channel-first tensors: hidden states (B, dim, L), weight (dim, K), conv state (B, dim, S);
+# txops reads them as their transposed views (B, L, dim), (K, dim), (B, S, dim) without a copy.
+
+_CONV_ACTIVATIONS = {None: None, "silu": "silu", "swish": "silu"}
+
+
+def _conv_supported(hidden_states, weight, bias, activation, *more):
+    tensors = [hidden_states, weight] + ([] if bias is None else [bias]) + list(more)
+    if activation not in _CONV_ACTIVATIONS or not _on_cpu(*tensors) or _grad_needed(*tensors):
+        return False  # txops' conv has no backward: training keeps the stock code
+    dtype = hidden_states.dtype
+    return dtype in _float_dtypes() and all(t.dtype == dtype for t in tensors) and hidden_states.dim() == 3 \
+        and weight.dim() == 2 and 2 <= weight.shape[1] <= 4 and weight.shape[0] == hidden_states.shape[1]
+
+
+def _make_conv_fn(original):
+    @functools.wraps(original)
+    def causal_conv1d_fn(hidden_states, weight, bias=None, activation=None, **kwargs):
+        if kwargs or not _conv_supported(hidden_states, weight, bias, activation):
+            return _stock_for(hidden_states, original)(hidden_states, weight, bias, activation, **kwargs)
+        torch = _torch()
+        from .. import conv
+        batch, dim, _ = hidden_states.shape
+        out = torch.empty_like(hidden_states, memory_format=torch.contiguous_format)
+        scratch = torch.empty(batch, weight.shape[1] - 1, dim, dtype=hidden_states.dtype)  # the final state: unused
+        conv.causal_conv1d_fn(hidden_states.transpose(1, 2), weight.t(), scratch, bias=bias,
+                              activation=_CONV_ACTIVATIONS[activation], out=out.transpose(1, 2))
+        return out
+    return causal_conv1d_fn
+
+
+def _make_conv_update(original):
+    @functools.wraps(original)
+    def causal_conv1d_update(hidden_states, conv_state, weight, bias=None, activation=None):
+        width = weight.shape[-1] if weight.dim() == 2 else 0
+        if not (_conv_supported(hidden_states, weight, bias, activation, conv_state) and hidden_states.shape[2] == 1
+                and conv_state.dim() == 3 and conv_state.shape[:2] == hidden_states.shape[:2]
+                and conv_state.shape[2] >= width - 1):
+            return _stock_for(hidden_states, original)(hidden_states, conv_state, weight, bias, activation)
+        torch = _torch()
+        from .. import conv
+        state_len = conv_state.shape[2]
+        keep = state_len - (width - 1)  # the columns before the K-1 the conv reads: they move by one token too
+        if keep > 0:
+            conv_state[:, :, :keep] = conv_state[:, :, 1:keep + 1].clone()
+        out = torch.empty_like(hidden_states, memory_format=torch.contiguous_format)
+        conv.causal_conv1d_update(hidden_states.transpose(1, 2), weight.t(), conv_state[:, :, keep:].transpose(1, 2),
+                                  bias=bias, activation=_CONV_ACTIVATIONS[activation], out=out.transpose(1, 2))
+        return out
+    return causal_conv1d_update
+
+
 def _rope_supported(q, k, cos, sin):
     if not _on_cpu(q, k, cos, sin):
         return False
@@ -272,6 +329,9 @@ def _references():
                          _make_chunk, GDR_MODELS)
         refs["recurrent"] = ("torch_recurrent_gated_delta_rule",
                              [_normalised(qwen3_next.torch_recurrent_gated_delta_rule)], _make_recurrent, GDR_MODELS)
+        for name, factory in (("causal_conv1d_fn", _make_conv_fn), ("causal_conv1d_update", _make_conv_update)):
+            if hasattr(qwen3_next, name):
+                refs[name] = (name, [_normalised(getattr(qwen3_next, name))], factory, GDR_MODELS)
     rope_codes = [_normalised(m.apply_rotary_pos_emb) for m in (llama, qwen3_next) if m is not None]
     if rope_codes:
         refs["rope"] = ("apply_rotary_pos_emb", rope_codes, _make_rope, ROPE_MODELS)
