@@ -243,6 +243,40 @@ TEST_P(CausalConv1dOnIsa, StridedViews) {
   }
 }
 
+// The three code paths (channel-contiguous rows, token-contiguous channels, staged) on the same values give the
+// same bits: x and y as (B, L, dim), as channel-first (B, dim, L) views, and with every element two apart.
+TEST_P(CausalConv1dOnIsa, LayoutsGiveTheSameBits) {
+  for (bool update : {false, true}) {
+    Case c;
+    c.update = update, c.dtype = DType::kBF16, c.batch = 2, c.length = update ? 1 : 37, c.dim = 29, c.width = 4;
+    c.state_len = 3, c.lines = 2, c.per_sequence = update ? std::vector<int32_t>{} : std::vector<int32_t>{1, 0};
+    Tensors base = make_tensors(c);
+    ASSERT_TRUE(call(c, views_of(c, base)).ok());
+    const std::vector<double> y_rows = values(base.y.view()), states_rows = values(base.states.view());
+    for (int layout = 0; layout < 2; ++layout) {
+      SCOPED_TRACE(layout == 0 ? "channel-first" : "every other element");
+      Tensors t = make_tensors(c);  // the same values (same seed)
+      const int64_t B = c.batch, L = c.length, D = c.dim, es = 2;
+      const int64_t step = layout == 0 ? 1 : 2;
+      HostTensor xs(c.dtype, {B * L * D * step}), ys(c.dtype, {B * L * D * step});
+      const int64_t shape[3] = {B, L, D};
+      const int64_t cf[3] = {D * L, 1, L}, spread[3] = {L * D * 2, D * 2, 2};
+      const int64_t* strides = layout == 0 ? cf : spread;
+      Views v = views_of(c, t);
+      v.x = TensorView::make(xs.bytes.data(), c.dtype, 3, shape, strides);
+      v.y = TensorView::make(ys.bytes.data(), c.dtype, 3, shape, strides);
+      for (int64_t b = 0; b < B; ++b)  // copy x's values into the strided layout
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t d = 0; d < D; ++d)
+            std::memcpy(xs.bytes.data() + (b * strides[0] + l * strides[1] + d * strides[2]) * es,
+                        t.x.bytes.data() + ((b * L + l) * D + d) * es, es);
+      ASSERT_TRUE(call(c, v).ok());
+      EXPECT_EQ(values(v.y), y_rows);
+      EXPECT_EQ(values(t.states.view()), states_rows);
+    }
+  }
+}
+
 // Prefill of L tokens (state_len = K-1) then one update step equals prefill of L+1 tokens: y of the last token
 // and the final state.
 TEST_P(CausalConv1dOnIsa, PrefillThenUpdateEqualsLongerPrefill) {

@@ -117,7 +117,7 @@ void ForwardTokensAct(const ConvProblem& p, const ConvItem& it, const T* xb, T* 
     ForwardTokens<T, K, false>(p, it, xb, yb, xc, yc, nc, padded, stride, ring, w, bias, out);
 }
 
-// ---- the contiguous path: every channel stride 1 (CANN's layouts) ----
+// ---- the channel-contiguous path: x and y with channel stride 1 (CANN's layouts) ----
 // No staging: window rows are read straight from x (the rows of the last K tokens are in cache), weights and bias
 // converted on load, and four tokens are computed per pass over a channel vector, sharing the K weight vectors
 // (7 row loads for 4 outputs at K = 4). Same operations in the same order as the staged path, so the same bits.
@@ -168,19 +168,37 @@ void ContiguousTail(DF df, const T* const* rows, const T* w, int64_t wk, const T
 }
 
 template <class T, int K, bool kSilu>
-void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v) {
+void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, T* stage) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t b = it.sequence, c0 = it.channel_begin, nc = it.channel_end - it.channel_begin;
   const T* xb = v.x + p.x_offset[b] + c0;
   T* yb = v.y + p.y_offset[b] + c0;
-  const T* w = v.weight + c0;
-  const T* bias = p.has_bias ? v.bias + c0 : nullptr;
-  const T* history = p.history_row[b] >= 0 ? v.states + p.line[b] * v.sl + p.history_row[b] * v.sr + c0 : nullptr;
+  // Weights, bias and history rows with a channel stride other than 1 (transformers' (dim, K) weight, a
+  // channel-first state) are copied, as stored, into `stage` (K + 1 + K-1 rows of nc) first.
+  const T* w = v.weight + c0 * v.wc;
+  int64_t wk = v.wk;
+  if (v.wc != 1) {
+    for (int64_t j = 0; j < K; ++j) CopyElements(w + j * v.wk, v.wc, stage + j * nc, 1, nc);
+    w = stage, wk = nc;
+  }
+  const T* bias = p.has_bias ? v.bias + c0 * v.bc : nullptr;
+  if (bias != nullptr && v.bc != 1) {
+    CopyElements(bias, v.bc, stage + K * nc, 1, nc);
+    bias = stage + K * nc;
+  }
+  const T* history = p.history_row[b] >= 0 ? v.states + p.line[b] * v.sl + p.history_row[b] * v.sr + c0 * v.sc
+                                            : nullptr;
+  int64_t history_stride = v.sr;
+  if (history != nullptr && v.sc != 1 && it.token_begin < K - 1) {
+    T* rows = stage + (K + 1) * nc;
+    for (int64_t i = 0; i < K - 1; ++i) CopyElements(history + i * v.sr, v.sc, rows + i * nc, 1, nc);
+    history = rows, history_stride = nc;
+  }
   // Window row i of token t is p[t + i]: x row t + i - (K-1), or history row t + i (null: zeros).
   auto window_row = [&](int64_t index) -> const T* {
     if (index >= K - 1) return xb + (index - (K - 1)) * p.x_token_stride;
-    return history != nullptr ? history + index * v.sr : nullptr;
+    return history != nullptr ? history + index * history_stride : nullptr;
   };
   auto run = [&](auto tokens_tag, int64_t t) {
     constexpr int kTokens = decltype(tokens_tag)::value;
@@ -189,8 +207,8 @@ void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v)
     for (int i = 0; i < K - 1 + kTokens; ++i) rows[i] = window_row(t + i);
     for (int u = 0; u < kTokens; ++u) ys[u] = yb + (t + u) * p.y_token_stride;
     int64_t c = 0;
-    for (; c + N <= nc; c += N) ContiguousGroup<T, K, kSilu, kTokens>(df, rows, w, v.wk, bias, ys, c);
-    if (c < nc) ContiguousTail<T, K, kSilu, kTokens>(df, rows, w, v.wk, bias, ys, c, nc - c);
+    for (; c + N <= nc; c += N) ContiguousGroup<T, K, kSilu, kTokens>(df, rows, w, wk, bias, ys, c);
+    if (c < nc) ContiguousTail<T, K, kSilu, kTokens>(df, rows, w, wk, bias, ys, c, nc - c);
   };
   int64_t t = it.token_begin;
   for (; t + 4 <= it.token_end; t += 4) run(std::integral_constant<int, 4>(), t);
@@ -198,11 +216,56 @@ void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v)
 }
 
 template <class T, int K>
-void ContiguousItemAct(const ConvProblem& p, const ConvItem& it, const Typed<T>& v) {
+void ContiguousItemAct(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, T* stage) {
   if (p.activation == ConvActivation::kSilu)
-    ContiguousItem<T, K, true>(p, it, v);
+    ContiguousItem<T, K, true>(p, it, v, stage);
   else
-    ContiguousItem<T, K, false>(p, it, v);
+    ContiguousItem<T, K, false>(p, it, v, stage);
+}
+
+// ---- the token-contiguous path: x and y with token stride 1 (transformers' channel-first (B, dim, L)) ----
+// Per channel, a segment of up to kConvSegment tokens is staged after the K-1 values before it (the carry), and
+// the K taps are unaligned loads of that staged row; same operations in the same order as the other paths.
+template <class T, int K, bool kSilu>
+void TokenContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t b = it.sequence;
+  float* buf = scratch;                            // K-1 carried values, then the segment (padded)
+  float* out = scratch + kConvSegment + 2 * kMaxLanes;
+  const T* history = p.history_row[b] >= 0 ? v.states + p.line[b] * v.sl + p.history_row[b] * v.sr : nullptr;
+  for (int64_t c = it.channel_begin; c < it.channel_end; ++c) {
+    const T* xc = v.x + p.x_offset[b] + c * v.xc;
+    T* yc = v.y + p.y_offset[b] + c * v.yc;
+    VF w[K];
+    for (int j = 0; j < K; ++j) w[j] = hn::Set(df, LoadScalarF32(v.weight + j * v.wk + c * v.wc));
+    const VF bias = hn::Set(df, p.has_bias ? LoadScalarF32(v.bias + c * v.bc) : 0.0f);
+    for (int64_t i = 0; i < K - 1; ++i) {
+      const int64_t t = it.token_begin - (K - 1) + i;
+      buf[i] = t >= 0 ? LoadScalarF32(xc + t)
+                      : (history != nullptr ? LoadScalarF32(history + (t + K - 1) * v.sr + c * v.sc) : 0.0f);
+    }
+    for (int64_t t0 = it.token_begin; t0 < it.token_end; t0 += kConvSegment) {
+      const int64_t n = std::min(kConvSegment, it.token_end - t0), padded = (n + N - 1) / N * N;
+      LoadRowF32(xc + t0, 1, n, padded + N, buf + K - 1);
+      for (int64_t i = 0; i < padded; i += N) {
+        VF acc = bias;
+        for (int j = 0; j < K; ++j) acc = hn::MulAdd(w[j], hn::LoadU(df, buf + i + j), acc);
+        if (kSilu) acc = Silu(df, acc);
+        hn::Store(acc, df, out + i);
+      }
+      StoreRowF32(out, n, yc + t0, 1);
+      std::memmove(buf, buf + n, (K - 1) * sizeof(float));  // the last K-1 values carry into the next segment
+    }
+  }
+}
+
+template <class T, int K>
+void TokenContiguousItemAct(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch) {
+  if (p.activation == ConvActivation::kSilu)
+    TokenContiguousItem<T, K, true>(p, it, v, scratch);
+  else
+    TokenContiguousItem<T, K, false>(p, it, v, scratch);
 }
 
 template <class T>
@@ -215,16 +278,25 @@ void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_
   float* w = ring + K * stride;        // K rows
   float* bias = w + K * stride;        // 1 row
   float* out = bias + stride;          // 1 row
-  const bool contiguous = v.xc == 1 && v.yc == 1 && v.wc == 1 && (!p.has_bias || v.bc == 1) && v.sc == 1;
+  const ConvPath path = conv_path(p);
   for (int64_t i = begin; i < end; ++i) {
     const ConvItem& it = items[i];
     const int64_t b = it.sequence, c0 = it.channel_begin, nc = it.channel_end - it.channel_begin;
     const int64_t padded = (nc + N - 1) / N * N;
-    if (contiguous && p.line[b] >= 0) {
+    if (path == ConvPath::kChannelContiguous && p.line[b] >= 0) {
+      T* stage = reinterpret_cast<T*>(scratch);  // this path does not use the fp32 scratch otherwise
       switch (K) {
-        case 2: ContiguousItemAct<T, 2>(p, it, v); break;
-        case 3: ContiguousItemAct<T, 3>(p, it, v); break;
-        default: ContiguousItemAct<T, 4>(p, it, v); break;
+        case 2: ContiguousItemAct<T, 2>(p, it, v, stage); break;
+        case 3: ContiguousItemAct<T, 3>(p, it, v, stage); break;
+        default: ContiguousItemAct<T, 4>(p, it, v, stage); break;
+      }
+      continue;
+    }
+    if (path == ConvPath::kTokenContiguous && p.line[b] >= 0) {
+      switch (K) {
+        case 2: TokenContiguousItemAct<T, 2>(p, it, v, scratch); break;
+        case 3: TokenContiguousItemAct<T, 3>(p, it, v, scratch); break;
+        default: TokenContiguousItemAct<T, 4>(p, it, v, scratch); break;
       }
       continue;
     }
@@ -321,7 +393,17 @@ HWY_AFTER_NAMESPACE();
 namespace txops {
 int64_t conv_scratch_floats(const ConvProblem& p) {
   const int64_t width = std::min(p.dim, kConvChannelChunk), stride = (width + 15) / 16 * 16;  // whole vectors
-  return (2 * p.width + 2) * stride;
+  const int64_t staged = (2 * p.width + 2) * stride;  // the staged path; also holds the contiguous path's
+                                                       // 2K rows of T (weights, bias, history)
+  const int64_t segment = 2 * (kConvSegment + 2 * 16);    // the token-contiguous path: carry + segment, out
+  return std::max(staged, segment);
+}
+
+ConvPath conv_path(const ConvProblem& p) {
+  const int64_t xc = p.x.strides[p.x.ndim - 1], yc = p.y.strides[p.y.ndim - 1];
+  if (xc == 1 && yc == 1) return ConvPath::kChannelContiguous;
+  if (p.x_token_stride == 1 && p.y_token_stride == 1) return ConvPath::kTokenContiguous;
+  return ConvPath::kStaged;
 }
 ConvForwardFn* select_conv_forward(Isa isa) { return TXOPS_SELECT_KERNEL(isa, ConvForward); }
 ConvWriteBackFn* select_conv_write_back(Isa isa) { return TXOPS_SELECT_KERNEL(isa, ConvWriteBack); }

@@ -35,12 +35,16 @@ void plan_items(ConvPlan* plan) {
   const ConvProblem& p = plan->problem;
   std::vector<int64_t> costs;
   int64_t elements = 0;
+  // Channel-first data streams per channel: items of a few channels over all tokens; else tokens x channels.
+  const bool per_channel = conv_path(p) == ConvPath::kTokenContiguous;
+  const int64_t token_chunk = per_channel ? INT64_MAX : kConvTokenChunk;
+  const int64_t channel_chunk = per_channel ? kConvTokenContiguousChannels : kConvChannelChunk;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t L = p.length[b];
-    for (int64_t t0 = 0; t0 < L; t0 += kConvTokenChunk) {
-      const int64_t t1 = std::min(L, t0 + kConvTokenChunk);
-      for (int64_t c0 = 0; c0 < p.dim; c0 += kConvChannelChunk) {
-        const int64_t c1 = std::min(p.dim, c0 + kConvChannelChunk);
+    for (int64_t t0 = 0; t0 < L; t0 += std::min(token_chunk, L - t0)) {
+      const int64_t t1 = t0 + std::min(token_chunk, L - t0);
+      for (int64_t c0 = 0; c0 < p.dim; c0 += channel_chunk) {
+        const int64_t c1 = std::min(p.dim, c0 + channel_chunk);
         plan->items.push_back({b, t0, t1, c0, c1});
         costs.push_back((t1 - t0 + p.width) * (c1 - c0));  // tokens + the window's history and weight rows
         elements += costs.back();

@@ -36,6 +36,13 @@ struct ConvProblem {
 //  2. the state write-back: items of one sequence's kConvStateBlock channels; each saves the history rows it
 //     reads before writing any row of the line (rows may move up or down within it).
 constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvStateBlock = 64;
+// Pass 1 has three code paths, chosen by the layout (all give the same bits): channel-contiguous rows (CANN's
+// layouts: items of kConvTokenChunk tokens x kConvChannelChunk channels), token-contiguous channels (transformers'
+// channel-first (B, dim, L): items of kConvTokenContiguousChannels channels x all tokens, streamed per channel in
+// segments of kConvSegment tokens), anything else staged row by row.
+enum class ConvPath { kChannelContiguous, kTokenContiguous, kStaged };
+ConvPath conv_path(const ConvProblem& p);
+constexpr int64_t kConvTokenContiguousChannels = 16, kConvSegment = 1024;
 
 struct ConvItem {
   int64_t sequence, token_begin, token_end, channel_begin, channel_end;
