@@ -124,6 +124,8 @@ bench: build python $(VENV)/requirements-bench.txt
 	$(VENV)/bin/python bench/torch_gdr.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
 	$(VENV)/bin/python bench/torch_conv.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
 	$(VENV)/bin/python bench/py_bench.py || status=1; \
+	$(VENV)/bin/python bench/transformers_qwen3_next_layer.py || status=1; \
+	$(VENV)/bin/python examples/qwen3_next_transformers.py --prompt 512 --new-tokens 16 || status=1; \
 	exit $$status
 
 # The wheel (scikit-build-core, build dir build-py/, no build isolation: the build requirements are in .venv/),

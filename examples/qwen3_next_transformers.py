@@ -5,8 +5,8 @@ config in code: nothing is downloaded) generating greedily on the CPU, with stoc
 
 Stock transformers runs the linear-attention layers' gated delta rule as plain PyTorch on the CPU
 (``torch_chunk_gated_delta_rule`` / ``torch_recurrent_gated_delta_rule``); with txops they run txops' prefill and
-decode operators, and the full-attention layers' RoPE runs txops' fused q/k rotation. The rest (projections,
-short convolution, norms, MLPs, attention) is the same PyTorch code in both runs.
+decode operators and their short convolution txops' causal conv1d, and the full-attention layers' RoPE runs txops'
+fused q/k rotation. The rest (projections, norms, MLPs, attention) is the same PyTorch code in both runs.
 
 Run: .venv/bin/python examples/qwen3_next_transformers.py [--prompt 1024] [--new-tokens 16] [--batch 1]
      [--dtype fp32|bf16] [--threads N] [--tiny]      (needs transformers; `make python` installs txops into .venv/)

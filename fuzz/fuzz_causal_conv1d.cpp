@@ -48,7 +48,8 @@ TXFUZZ_TARGET(causal_conv1d) {
   // cacheIndices: a permutation, with nullBlockId, repeated, or out of range
   const int64_t null_id = s.flag("attr", "null_is_line") ? 0 : -1;
   std::vector<int64_t> idx(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) idx[b] = (b * 3 + 1) % lines;
+  const int64_t rotate = s.range(0, lines - 1, "idxv", "rotate");
+  for (int64_t b = 0; b < B; ++b) idx[b] = (b + rotate) % lines;  // distinct: B <= lines
   switch (s.range(0, 4, "idxv", "kind")) {
     case 1: idx[s.range(0, B - 1, "idxv", "at")] = null_id; break;
     case 2: idx[B - 1] = idx[0]; break;
