@@ -210,7 +210,7 @@ def _make_conv_fn(original):
         torch = _torch()
         from .. import conv
         batch, dim, _ = hidden_states.shape
-        out = torch.empty_like(hidden_states, memory_format=torch.contiguous_format)
+        out = torch.empty_like(hidden_states)  # hidden_states' strides: its transposed view is laid out like x's
         scratch = torch.empty(batch, weight.shape[1] - 1, dim, dtype=hidden_states.dtype)  # the final state: unused
         conv.causal_conv1d_fn(hidden_states.transpose(1, 2), weight.t(), scratch, bias=bias,
                               activation=_CONV_ACTIVATIONS[activation], out=out.transpose(1, 2))
@@ -232,7 +232,7 @@ def _make_conv_update(original):
         keep = state_len - (width - 1)  # the columns before the K-1 the conv reads: they move by one token too
         if keep > 0:
             conv_state[:, :, :keep] = conv_state[:, :, 1:keep + 1].clone()
-        out = torch.empty_like(hidden_states, memory_format=torch.contiguous_format)
+        out = torch.empty_like(hidden_states)
         conv.causal_conv1d_update(hidden_states.transpose(1, 2), weight.t(), conv_state[:, :, keep:].transpose(1, 2),
                                   bias=bias, activation=_CONV_ACTIVATIONS[activation], out=out.transpose(1, 2))
         return out
