@@ -31,7 +31,7 @@ def stock():
 @contextlib.contextmanager
 def counting(monkeypatch):
     """Counts the calls that reach the txops operators the integration uses."""
-    calls = {"chunk": 0, "recurrent": 0, "rope": 0, "interleave": 0, "rope_functional": 0}
+    calls = {"chunk": 0, "recurrent": 0, "rope": 0, "interleave": 0, "rope_functional": 0, "conv": 0}
 
     def wrap(module, name, key):
         original = getattr(module, name)
@@ -45,6 +45,9 @@ def counting(monkeypatch):
     wrap(gdr, "recurrent_gated_delta_rule", "recurrent")
     wrap(rope, "apply_rotary_pos_emb", "rope")
     wrap(rope, "interleave_rope", "interleave")
+    from txops import conv
+    wrap(conv, "causal_conv1d_fn", "conv")
+    wrap(conv, "causal_conv1d_update", "conv")
     ops = txops._arrays.ops
     functional = ops.apply_rotary_pos_emb_functional
 
@@ -235,7 +238,7 @@ def test_unsupported_calls_fall_back_to_stock(stock, monkeypatch):
         # a head dim txops' prefill refuses (> 256): the stock code
         q, k, v, g, beta, state = gdr_inputs(1, 3, 1, 8, 300)
         assert qwen3_next.torch_chunk_gated_delta_rule(q, k, v, g=g, beta=beta)[0].shape == (1, 3, 1, 300)
-    assert calls == {"chunk": 0, "recurrent": 0, "rope": 0, "interleave": 0, "rope_functional": 0}
+    assert calls == {"chunk": 0, "recurrent": 0, "rope": 0, "interleave": 0, "rope_functional": 0, "conv": 0}
 
 
 # ---- tiny models end to end ------------------------------------------------------------------------------------
@@ -290,6 +293,7 @@ def test_qwen3_next_greedy_generation_matches_stock(stock, monkeypatch):
     with counting(monkeypatch) as calls:
         tokens, logits = greedy(model, prompt, 32)
     assert calls["chunk"] == 1 and calls["recurrent"] == 31  # one linear-attention layer: prefill + 31 decodes
+    assert calls["conv"] == 32  # its causal conv, prefill and every decode step
     assert calls["rope"] == 32  # one full-attention layer (partial rotary)
     assert torch.equal(tokens, expected_tokens)
     assert relative(logits, expected_logits) <= 1e-4

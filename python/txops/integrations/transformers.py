@@ -205,7 +205,8 @@ def _conv_supported(hidden_states, weight, bias, activation, *more):
 def _make_conv_fn(original):
     @functools.wraps(original)
     def causal_conv1d_fn(hidden_states, weight, bias=None, activation=None, **kwargs):
-        if kwargs or not _conv_supported(hidden_states, weight, bias, activation):
+        # kwargs: the layer's forward kwargs, which the stock fallback accepts and ignores (so does this one)
+        if not _conv_supported(hidden_states, weight, bias, activation):
             return _stock_for(hidden_states, original)(hidden_states, weight, bias, activation, **kwargs)
         torch = _torch()
         from .. import conv
