@@ -1,7 +1,7 @@
 """txops.causal_conv1d_fn / causal_conv1d_update from Python: against a float64 PyTorch oracle written from
 docs/causal_conv1d.md with torch's own depthwise conv1d (not txops' C++ reference), in CANN's layouts and in
-transformers' channel-first layouts passed as transposed views; numpy; torch.library opcheck; torch.compile with
-no graph break, bit for bit; autograd refused."""
+transformers' channel-first layouts passed as transposed views; numpy; torch.compile with no graph break, bit for
+bit; autograd refused (torch.library opcheck of the conv operators: test_torch_library.py)."""
 import numpy as np
 import pytest
 
@@ -131,22 +131,6 @@ def test_out_and_versions_and_errors():
         txops.causal_conv1d_fn(x.clone().requires_grad_(), w, s)
     with torch.no_grad():
         txops.causal_conv1d_fn(x.clone().requires_grad_(), w, s)
-
-
-def test_opcheck():
-    x, w, s = rand(2, 5, 16, seed=21), rand(3, 16, seed=22), rand(3, 2, 16, seed=23)
-    qsl, idx, per = (torch.tensor(v, dtype=torch.int32) for v in ([0, 5, 10], [2, 0], [1, 0]))
-    ops = torch.ops.txops
-    cases = [
-        (ops.causal_conv1d_fn, (x, w, s.clone(), None, None, idx, per, 1, -1)),
-        (ops.causal_conv1d_fn, (x.reshape(10, 16), w, s.clone(), w[0], qsl, None, None, 0, -1)),
-        (ops.causal_conv1d_fn_out, (x, w, s.clone(), None, None, idx, per, 1, -1, torch.empty_like(x))),
-        (ops.causal_conv1d_update, (x[:, :1], w, s.clone(), None, None, idx, None, 1, -1)),
-        (ops.causal_conv1d_update_out, (x[:, :1], w, s.clone(), None, None, None, None, 1, -1,
-                                        torch.empty_like(x[:, :1]))),
-    ]
-    for op, args in cases:
-        torch.library.opcheck(op, args)
 
 
 def test_compiled_prefill_then_decode_matches_eager_bit_for_bit():

@@ -110,7 +110,26 @@ def gdr_cases():
     return cases
 
 
-CASES = rope_cases() + gdr_cases()
+def conv_cases():
+    cases = []
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        x, w = randn(2, 5, 16, dtype=dtype, seed=21), randn(3, 16, dtype=dtype, seed=22)
+        states = randn(3, 2, 16, dtype=dtype, seed=23)
+        qsl, idx, modes = (torch.tensor(v, dtype=torch.int32) for v in ([0, 4, 10], [2, 0], [1, 0]))
+        cases.append(("causal_conv1d_fn", (x, w, states.clone(), None, None, idx, modes, 1, -1)))
+        cases.append(("causal_conv1d_fn", (x.reshape(10, 16), w, states.clone(), w[0], qsl, None, None, 0, -1)))
+        cases.append(("causal_conv1d_fn_out", (x, w, states.clone(), None, None, idx, modes, 1, -1, torch.empty_like(x))))
+        token = x[:, :1].contiguous()
+        cases.append(("causal_conv1d_update", (token, w, states.clone(), w[1], None, idx, None, 1, -1)))
+        spec_states = randn(2, 4, 16, dtype=dtype, seed=24)  # 2 draft tokens: stateLen K-1+2
+        cases.append(("causal_conv1d_update", (x[:, :2].contiguous(), w, spec_states, None, None, None,
+                                               torch.tensor([1, 2], dtype=torch.int32), 1, -1)))
+        cases.append(("causal_conv1d_update_out", (token, w, states.clone(), None, None, None, None, 0, -1,
+                                                   torch.empty_like(token))))
+    return cases
+
+
+CASES = rope_cases() + gdr_cases() + conv_cases()
 
 
 def case_id(case):
@@ -140,7 +159,9 @@ def test_mutations_are_declared():
         "apply_rotary_pos_emb": ["query", "key"], "apply_rotary_pos_emb_functional": [],
         "apply_rotary_pos_emb_grad": [], "chunk_gated_delta_rule": [], "chunk_gated_delta_rule_grad": [],
         "chunk_gated_delta_rule_out": ["out", "final_state"], "recurrent_gated_delta_rule": ["state"],
-        "recurrent_gated_delta_rule_out": ["state", "out"]}
+        "recurrent_gated_delta_rule_out": ["state", "out"], "causal_conv1d_fn": ["conv_states"],
+        "causal_conv1d_fn_out": ["conv_states", "out"], "causal_conv1d_update": ["conv_states"],
+        "causal_conv1d_update_out": ["conv_states", "out"]}
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
