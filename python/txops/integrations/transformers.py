@@ -231,11 +231,12 @@ def _make_conv_update(original):
         from .. import conv
         state_len = conv_state.shape[2]
         keep = state_len - (width - 1)  # the columns before the K-1 the conv reads: they move by one token too
-        if keep > 0:
-            conv_state[:, :, :keep] = conv_state[:, :, 1:keep + 1].clone()
+        moved = conv_state[:, :, 1:keep + 1].clone() if keep > 0 else None  # read before the call rewrites them
         out = torch.empty_like(hidden_states)
         conv.causal_conv1d_update(hidden_states.transpose(1, 2), weight.t(), conv_state[:, :, keep:].transpose(1, 2),
                                   bias=bias, activation=_CONV_ACTIVATIONS[activation], out=out.transpose(1, 2))
+        if moved is not None:
+            conv_state[:, :, :keep] = moved
         return out
     return causal_conv1d_update
 
