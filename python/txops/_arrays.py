@@ -273,3 +273,12 @@ def grad_needed(*tensors):
         if isinstance(t, _torch_tensor) and t.requires_grad:
             return _torch.is_grad_enabled()
     return False
+
+
+def refuse_autograd(name, **tensors):
+    """Raises RuntimeError, naming the first tensor that requires grad, when autograd would have to record a call
+    of `name`, an operator without a backward."""
+    if grad_needed(*tensors.values()):
+        param = next(p for p, t in tensors.items() if getattr(t, "requires_grad", False))
+        raise RuntimeError(f"{param} requires grad, but txops.{name} has no backward: call it under "
+                           "torch.no_grad() or pass detached tensors")

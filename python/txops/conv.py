@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, TypeVar, Union
 
 from . import _arrays
 from . import _txops as _C
-from ._arrays import empty, export, export_output, grad_needed, int32_array, traced_torch_ops, written
+from ._arrays import empty, export, export_output, int32_array, refuse_autograd, traced_torch_ops, written
 
 if TYPE_CHECKING:
     import numpy
@@ -37,12 +37,6 @@ def _ints(values, like, param):
     return None if values is None else int32_array(values, like, param)
 
 
-def _refuse_autograd(name, *tensors):
-    if grad_needed(*tensors):
-        raise RuntimeError(f"txops.{name} has no backward, but an input requires grad: call it under "
-                           "torch.no_grad() or pass detached tensors")
-
-
 def _conv(update, x, weight, conv_states, bias, query_start_loc, cache_indices, per_sequence, activation,
           null_block_id, out):
     name = "causal_conv1d_update" if update else "causal_conv1d_fn"
@@ -55,7 +49,7 @@ def _conv(update, x, weight, conv_states, bias, query_start_loc, cache_indices, 
     if out is not None and not _arrays.compiling() and entry(x, weight, conv_states, bias, qsl, indices, per, act,
                                                              null_block_id, out):
         return out  # the hot path of eager decode steps (plain torch tensors, none requiring grad)
-    _refuse_autograd(name, x, weight, bias)
+    refuse_autograd(name, x=x, weight=weight, bias=bias)
     ops = traced_torch_ops(x)
     if ops is not None:
         if out is None:

@@ -15,8 +15,8 @@ import numpy as np
 
 from . import _arrays
 from . import _txops as _C
-from ._arrays import (empty, export, export_output, grad_needed, int32_array, torch_ops, traced_torch_ops, written,
-                      zeros)
+from ._arrays import (empty, export, export_output, grad_needed, int32_array, refuse_autograd, torch_ops,
+                      traced_torch_ops, written, zeros)
 
 if TYPE_CHECKING:
     import torch
@@ -25,13 +25,6 @@ if TYPE_CHECKING:
 Array = TypeVar("Array", "torch.Tensor", "np.ndarray")
 #: Integers: a list / tuple of ints, or an integer torch tensor / numpy array.
 Ints = Union[Sequence[int], "torch.Tensor", "np.ndarray"]
-
-
-def _refuse_autograd(name, **tensors):
-    if grad_needed(*tensors.values()):
-        param = next(p for p, t in tensors.items() if getattr(t, "requires_grad", False))
-        raise RuntimeError(f"{param} requires grad, but txops.{name} has no backward: call it under "
-                           "torch.no_grad() or pass detached tensors")
 
 
 def _default_scale(scale, key):
@@ -241,7 +234,7 @@ def recurrent_gated_delta_rule(query: Array, key: Array, value: Array, beta: Arr
     if out is not None and not _arrays.compiling() and _C._eager_recurrent_gated_delta_rule(
             query, key, value, beta, state, lengths, indices, g, gk, accepted, scale, out):
         return out  # the hot path of eager decode calls (plain torch tensors, none requiring grad)
-    _refuse_autograd("recurrent_gated_delta_rule", query=query, key=key, value=value, beta=beta, g=g, gk=gk)
+    refuse_autograd("recurrent_gated_delta_rule", query=query, key=key, value=value, beta=beta, g=g, gk=gk)
     ops = traced_torch_ops(query)
     if ops is not None:
         if out is None:
