@@ -184,8 +184,6 @@ def _make_recurrent(original):
     return torch_recurrent_gated_delta_rule
 
 
-# ---- RoPE ----------------------------------------------------------------------------------------------------
-
 # ---- the causal conv of the linear-attention layers ---------------------------------------------------------
 # transformers keeps channel-first tensors: hidden states (B, dim, L), weight (dim, K), conv state (B, dim, S);
 # txops reads them as their transposed views (B, L, dim), (K, dim), (B, S, dim) without a copy.
@@ -240,6 +238,8 @@ def _make_conv_update(original):
         return out
     return causal_conv1d_update
 
+
+# ---- RoPE ----------------------------------------------------------------------------------------------------
 
 def _rope_supported(q, k, cos, sin):
     if not _on_cpu(q, k, cos, sin):
