@@ -1,6 +1,7 @@
 // bench_util.cpp — aligned buffers, deterministic fills, clock and shape strings for `txops bench`.
 #include "bench_util.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -95,6 +96,12 @@ void fill_unit_rows(HostTensor* t, uint64_t seed) {
     const float inv = norm2 > 0 ? static_cast<float>(1.0 / std::sqrt(norm2)) : 0.0f;
     for (int64_t j = 0; j < d; ++j) store_f32(t->view.data, t->view.dtype, r * d + j, row[j] * inv);
   }
+}
+
+HostTensor int32_tensor(const std::vector<int32_t>& values) {
+  HostTensor t(DType::kI32, {static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), static_cast<int32_t*>(t.view.data));
+  return t;
 }
 
 bool Dims::has(const std::string& key) const {

@@ -51,6 +51,8 @@ void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi);
 void fill_cos_sin(HostTensor* cos, HostTensor* sin, uint64_t seed);
 // Rows of the last dimension scaled to unit L2 norm (the gated delta rule's q and k).
 void fill_unit_rows(HostTensor* t, uint64_t seed);
+// A 1-D int32 tensor holding `values` (sequence lengths, state indices, per-sequence counts).
+HostTensor int32_tensor(const std::vector<int32_t>& values);
 
 // Ordered KEY=VALUE integer dimensions, e.g. "B=64,S=1,Nq=32,Nk=8,D=128".
 class Dims {

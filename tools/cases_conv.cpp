@@ -13,12 +13,6 @@ namespace txops {
 namespace bench {
 namespace {
 
-HostTensor int32_values(const std::vector<int32_t>& values) {
-  HostTensor t(DType::kI32, {static_cast<int64_t>(values.size())});
-  std::copy(values.begin(), values.end(), static_cast<int32_t*>(t.view.data));
-  return t;
-}
-
 double tb(const HostTensor& t) { return static_cast<double>(t.bytes()); }
 
 class CausalConvCase : public BenchCase {
@@ -39,8 +33,8 @@ class CausalConvCase : public BenchCase {
     fill_uniform(&states0_, 74, -2, 2);
     std::vector<int32_t> lines_of(static_cast<size_t>(B)), ones(static_cast<size_t>(B), 1);
     for (int64_t b = 0; b < B; ++b) lines_of[b] = static_cast<int32_t>((b * 97 + 5) % lines);  // distinct: lines >= B
-    indices_ = int32_values(lines_of);
-    per_sequence_ = int32_values(ones);  // prefill: continue from the state (mode 1); update: 1 accepted = offset 0
+    indices_ = int32_tensor(lines_of);
+    per_sequence_ = int32_tensor(ones);  // prefill: continue from the state (mode 1); update: 1 accepted = offset 0
     reset();
     tokens = B * L;
     const double state_rows = 2.0 * B * (K - 1) * dim * dtype_size(dt);

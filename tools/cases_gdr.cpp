@@ -62,12 +62,6 @@ std::vector<int32_t> sequence_lengths(int64_t T, int64_t B, const std::string& v
   return lens;
 }
 
-HostTensor int32_tensor(const std::vector<int32_t>& values) {
-  HostTensor t(DType::kI32, {static_cast<int64_t>(values.size())});
-  std::copy(values.begin(), values.end(), static_cast<int32_t*>(t.view.data));
-  return t;
-}
-
 double tb(const HostTensor& t) { return static_cast<double>(t.bytes()); }
 
 class ChunkGdrCase : public BenchCase {
