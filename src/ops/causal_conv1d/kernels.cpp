@@ -1,12 +1,11 @@
 // kernels.cpp — the causal-conv1d kernels (Highway: AVX3, AVX2, SCALAR), in the two passes of problem.h.
-// Pass 1 (y): per item, the K weight rows and the bias are staged as fp32; then the item's tokens are walked in
-// order with a ring of K staged rows (strided or not): token t's row goes into slot (t+K-1) mod K and
-// y_t = act(bias + sum_j w[j] * ring[(t+j) mod K]) is accumulated in that fixed order with fused multiply-adds
-// and rounded once into y. Rows are read and written whole (up to kConvChannelChunk channels), consecutive
-// tokens one after the other, so the memory streams linearly. Pass 2 (state write-back): per block of channels
-// of a sequence, the history rows are saved as stored, then the rows the operator's rule names are copied,
-// element for element, from them or from x. Every element's arithmetic is fixed by its position, not by the
-// item or thread computing it, so results do not depend on the partition.
+// Pass 1 (y) has three code paths chosen by the layout (conv_path): channel-contiguous rows read straight from x,
+// four tokens per pass; token-contiguous channels streamed in segments; anything else staged row by row into a
+// ring of K fp32 rows. All accumulate y_t = act(bias + sum_j w[j] * p[t+j]) in that fixed order with fused
+// multiply-adds and round once into y, so they give the same bits. Pass 2 (state write-back): per block of
+// channels of a sequence, the history rows are saved as stored, then the rows the operator's rule names are
+// copied, element for element, from them or from x. Every element's arithmetic is fixed by its position, not by
+// the item or thread computing it, so results do not depend on the partition.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/causal_conv1d/kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -31,8 +30,7 @@ using VF = hn::Vec<DF>;
 
 // SiLU v / (1 + e^-v). e^-v = 2^z, z = -v log2(e) clamped to [-126, 126] (2^126 < FLT_MAX; beyond, SiLU is v or
 // -0 to fp32 precision), split z = n + f with |f| <= 1/2: 2^f by its degree-6 Taylor polynomial (relative error
-// < 1.3e-7),
-// 2^n by the exponent bits; 1/(1 + 2^z) by the hardware reciprocal and one Newton step (relative error ~1e-7).
+// < 1.3e-7), 2^n by the exponent bits; 1/(1 + 2^z) by the hardware reciprocal and one Newton step (~1e-7).
 // A NaN v stays NaN (the clamps turn z into a number; v carries the NaN into the product). Highway's Exp and a
 // division cost three times as much, and the conv is otherwise memory-bound.
 HWY_INLINE VF Silu(DF df, VF v) {
@@ -88,8 +86,24 @@ struct Typed {
   int64_t xc, yc, wk, wc, bc, sl, sr, sc;
 };
 
-// y of one item's tokens, the window ring already holding the K-1 rows before its first token; K and the
-// activation are template parameters so that the tap loop unrolls and nothing but arithmetic is in it.
+// Calls fn(integral_constant<int, K>, integral_constant<bool, silu>) for the problem's K and activation: the
+// kernels take both as template parameters, so that the tap loops unroll and hold nothing but arithmetic.
+template <class Fn>
+HWY_INLINE void WithWidthAndActivation(const ConvProblem& p, const Fn& fn) {
+  const auto with_activation = [&](auto k) {
+    if (p.activation == ConvActivation::kSilu)
+      fn(k, std::true_type());
+    else
+      fn(k, std::false_type());
+  };
+  switch (p.width) {
+    case 2: return with_activation(std::integral_constant<int, 2>());
+    case 3: return with_activation(std::integral_constant<int, 3>());
+    default: return with_activation(std::integral_constant<int, 4>());
+  }
+}
+
+// y of one item's tokens, the window ring already holding the K-1 rows before its first token.
 template <class T, int K, bool kSilu>
 void ForwardTokens(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb, int64_t xc, int64_t yc, int64_t nc,
                    int64_t padded, int64_t stride, float* ring, const float* w, const float* bias, float* out) {
@@ -107,16 +121,6 @@ void ForwardTokens(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb,
     }
     StoreRowF32(out, nc, yb + t * p.y_token_stride, yc);
   }
-}
-
-template <class T, int K>
-void ForwardTokensAct(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb, int64_t xc, int64_t yc,
-                      int64_t nc, int64_t padded, int64_t stride, float* ring, const float* w, const float* bias,
-                      float* out) {
-  if (p.activation == ConvActivation::kSilu)
-    ForwardTokens<T, K, true>(p, it, xb, yb, xc, yc, nc, padded, stride, ring, w, bias, out);
-  else
-    ForwardTokens<T, K, false>(p, it, xb, yb, xc, yc, nc, padded, stride, ring, w, bias, out);
 }
 
 // ---- the channel-contiguous path: x and y with channel stride 1 (CANN's layouts) ----
@@ -217,14 +221,6 @@ void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v,
   for (; t < it.token_end; ++t) run(std::integral_constant<int, 1>(), t);
 }
 
-template <class T, int K>
-void ContiguousItemAct(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, T* stage) {
-  if (p.activation == ConvActivation::kSilu)
-    ContiguousItem<T, K, true>(p, it, v, stage);
-  else
-    ContiguousItem<T, K, false>(p, it, v, stage);
-}
-
 // ---- the token-contiguous path: x and y with token stride 1 (transformers' channel-first (B, dim, L)) ----
 // Per channel, a segment of up to kConvSegment tokens is staged after the K-1 values before it (the carry), and
 // the K taps are unaligned loads of that staged row; same operations in the same order as the other paths.
@@ -262,14 +258,6 @@ void TokenContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T
   }
 }
 
-template <class T, int K>
-void TokenContiguousItemAct(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch) {
-  if (p.activation == ConvActivation::kSilu)
-    TokenContiguousItem<T, K, true>(p, it, v, scratch);
-  else
-    TokenContiguousItem<T, K, false>(p, it, v, scratch);
-}
-
 template <class T>
 void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
   const DF df;
@@ -287,19 +275,15 @@ void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_
     const int64_t padded = (nc + N - 1) / N * N;
     if (path == ConvPath::kChannelContiguous && p.line[b] >= 0) {
       T* stage = reinterpret_cast<T*>(scratch);  // this path does not use the fp32 scratch otherwise
-      switch (K) {
-        case 2: ContiguousItemAct<T, 2>(p, it, v, stage); break;
-        case 3: ContiguousItemAct<T, 3>(p, it, v, stage); break;
-        default: ContiguousItemAct<T, 4>(p, it, v, stage); break;
-      }
+      WithWidthAndActivation(p, [&](auto k, auto silu) {
+        ContiguousItem<T, decltype(k)::value, decltype(silu)::value>(p, it, v, stage);
+      });
       continue;
     }
     if (path == ConvPath::kTokenContiguous && p.line[b] >= 0) {
-      switch (K) {
-        case 2: TokenContiguousItemAct<T, 2>(p, it, v, scratch); break;
-        case 3: TokenContiguousItemAct<T, 3>(p, it, v, scratch); break;
-        default: TokenContiguousItemAct<T, 4>(p, it, v, scratch); break;
-      }
+      WithWidthAndActivation(p, [&](auto k, auto silu) {
+        TokenContiguousItem<T, decltype(k)::value, decltype(silu)::value>(p, it, v, scratch);
+      });
       continue;
     }
     const T* xb = v.x + p.x_offset[b] + c0 * v.xc;
@@ -327,11 +311,10 @@ void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_
       else
         std::fill(slot, slot + padded, 0.0f);
     }
-    switch (K) {
-      case 2: ForwardTokensAct<T, 2>(p, it, xb, yb, v.xc, v.yc, nc, padded, stride, ring, w, bias, out); break;
-      case 3: ForwardTokensAct<T, 3>(p, it, xb, yb, v.xc, v.yc, nc, padded, stride, ring, w, bias, out); break;
-      default: ForwardTokensAct<T, 4>(p, it, xb, yb, v.xc, v.yc, nc, padded, stride, ring, w, bias, out); break;
-    }
+    WithWidthAndActivation(p, [&](auto k, auto silu) {
+      ForwardTokens<T, decltype(k)::value, decltype(silu)::value>(p, it, xb, yb, v.xc, v.yc, nc, padded, stride, ring,
+                                                                   w, bias, out);
+    });
   }
 }
 
