@@ -90,9 +90,19 @@ void* aligned_block(size_t size) {
   return p;
 }
 
-void release_block(void* p, size_t size) {
+// Frees the block at p if `blocks` holds it (aclrtFree / aclrtFreeHost); false when it does not.
+bool free_registered_block(std::map<uintptr_t, size_t>& blocks, void* p) {
+  size_t size = 0;
+  {
+    std::lock_guard<std::mutex> lock(runtime().mutex);
+    const auto it = blocks.find(reinterpret_cast<uintptr_t>(p));
+    if (it == blocks.end()) return false;
+    size = it->second;
+    blocks.erase(it);
+  }
   TXOPS_ASAN_UNPOISON(p, allocated_bytes(size));
   std::free(p);
+  return true;
 }
 
 // The block of `blocks` whose [base, base + size + kBlockGuard) holds p, if any: its bytes, or its guard (memory
@@ -335,37 +345,17 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
 
 aclError aclrtFree(void* devPtr) {
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be null");
-  size_t size = 0;
-  {
-    std::lock_guard<std::mutex> lock(runtime().mutex);
-    auto& blocks = runtime().device_blocks;
-    const auto it = blocks.find(reinterpret_cast<uintptr_t>(devPtr));
-    if (it == blocks.end()) {
-      return fail(ACL_ERROR_INVALID_PARAM,
-                  "aclrtFree: devPtr was not returned by aclrtMalloc (or was already freed)");
-    }
-    size = it->second;
-    blocks.erase(it);
+  if (!free_registered_block(runtime().device_blocks, devPtr)) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr was not returned by aclrtMalloc (or was already freed)");
   }
-  release_block(devPtr, size);
   return ACL_SUCCESS;
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
   if (hostPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be null");
-  size_t size = 0;
-  {
-    std::lock_guard<std::mutex> lock(runtime().mutex);
-    auto& blocks = runtime().host_blocks;
-    const auto it = blocks.find(reinterpret_cast<uintptr_t>(hostPtr));
-    if (it == blocks.end()) {
-      return fail(ACL_ERROR_INVALID_PARAM,
-                  "aclrtFreeHost: hostPtr was not returned by aclrtMallocHost (or was already freed)");
-    }
-    size = it->second;
-    blocks.erase(it);
+  if (!free_registered_block(runtime().host_blocks, hostPtr)) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr was not returned by aclrtMallocHost (or was already freed)");
   }
-  release_block(hostPtr, size);
   return ACL_SUCCESS;
 }
 
