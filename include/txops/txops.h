@@ -140,6 +140,33 @@ TXOPS_CPP_API Status apply_rotary_pos_emb_grad(const TensorView& grad_query_embe
                                                const TensorView& grad_key, const TensorView* grad_cos,
                                                const TensorView* grad_sin);
 
+// torch_npu.npu_rotary_mul / aclnnRotaryPositionEmbedding: out = x * cos + rot(x) * sin, every RotaryMode.
+// x, out rank 3 or 4, same shape, D even <= 1024 (multiple of 4 for quarter); cos, sin (same shape, rank <= x's)
+// broadcast to x right-aligned: each dim 1 or x's, last dim D. out may be x itself. With `rotate` (D, D)
+// (aclnnRotaryPositionEmbeddingV2), rot(x) = x @ rotate instead; its zero entries contribute nothing.
+TXOPS_CPP_API Status rotary_position_embedding(const TensorView& x, const TensorView& cos, const TensorView& sin,
+                                               RotaryMode mode, const TensorView& out,
+                                               const TensorView* rotate = nullptr);
+
+// Its backward: dx = J^T dy. With x given, dcos = sum(dy * x') and dsin = sum(dy * rot(x)) over cos's broadcast
+// dims (x' = x, or cat(x[0::2], x[1::2]) for interleave-half), in cos's shape; without x, dcos / dsin may be
+// null and are left alone. dx may be dy itself.
+TXOPS_CPP_API Status rotary_position_embedding_grad(const TensorView& dy, const TensorView& cos,
+                                                    const TensorView& sin, const TensorView* x, RotaryMode mode,
+                                                    const TensorView& dx, const TensorView* dcos,
+                                                    const TensorView* dsin);
+
+// vLLM's rotary_embedding / aclnnRopeWithSinCosCache(V2): query (T, Nq * head_size), key (T, Nk * head_size);
+// cos_sin_cache (max_pos, rotary_dim) rows cat(cos, sin) of rotary_dim / 2 each; positions (T,) int64 or int32,
+// or (m, T) with `mrope_section` of m = 3 or 4 parts summing to rotary_dim / 2 (multimodal rope; cache_mode 1:
+// the interleaved channel assignment of Qwen3-VL, 3 parts only). The first rotary_dim channels of each head
+// rotate (GPT-NeoX halves when is_neox_style, else GPT-J pairs); the rest are copied. Outputs may be the inputs.
+TXOPS_CPP_API Status rope_with_sin_cos_cache(const TensorView& positions, const TensorView& query,
+                                             const TensorView& key, const TensorView& cos_sin_cache,
+                                             const int64_t* mrope_section, int64_t mrope_section_count,
+                                             int64_t head_size, bool is_neox_style, int64_t cache_mode,
+                                             const TensorView& query_out, const TensorView& key_out);
+
 // ---------------------------------------------------------------------------------------------------
 // Gated delta rule (docs/gated_delta_rule.md).
 

@@ -1,5 +1,6 @@
-// aclnn_apply_rotary_pos_emb.cpp — aclnnApplyRotaryPosEmbV2 (forward, in place on query and key) and
-// aclnnApplyRotaryPosEmbGrad (fused backward): aclTensor -> TensorView, mode string -> RotaryMode, phase one.
+// aclnn_apply_rotary_pos_emb.cpp — aclnnApplyRotaryPosEmb and aclnnApplyRotaryPosEmbV2 (forward, in place on
+// query and key; V1 is half mode) and aclnnApplyRotaryPosEmbGrad (fused backward): aclTensor -> TensorView, mode string -> RotaryMode, phase one.
+#include "aclnnop/aclnn_apply_rotary_pos_emb.h"
 #include "aclnnop/aclnn_apply_rotary_pos_emb_grad.h"
 #include "aclnnop/aclnn_apply_rotary_pos_emb_v2.h"
 
@@ -9,8 +10,29 @@
 
 using namespace txops;
 
+static constexpr const char* kForwardV1 = "aclnnApplyRotaryPosEmb";
 static constexpr const char* kForward = "aclnnApplyRotaryPosEmbV2";
 static constexpr const char* kBackward = "aclnnApplyRotaryPosEmbGrad";
+
+aclnnStatus aclnnApplyRotaryPosEmbGetWorkspaceSize(aclTensor* queryRef, aclTensor* keyRef, const aclTensor* cos,
+                                                   const aclTensor* sin, int64_t layout, uint64_t* workspaceSize,
+                                                   aclOpExecutor** executor) {
+  TensorView qv, kv, cv, sv;
+  Status st = tensor_to_view(queryRef, "queryRef", &qv);
+  if (st.ok()) st = tensor_to_view(keyRef, "keyRef", &kv);
+  if (st.ok()) st = tensor_to_view(cos, "cos", &cv);
+  if (st.ok()) st = tensor_to_view(sin, "sin", &sv);
+  if (st.ok()) st = check_phase_one_outputs(workspaceSize, executor);
+  PreparedOp op;
+  if (st.ok()) st = prepare_apply_rotary_pos_emb_v1(qv, kv, cv, sv, layout, &op);
+  if (!st.ok()) return report(kForwardV1, st);
+  return make_executor(kForwardV1, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
+}
+
+aclnnStatus aclnnApplyRotaryPosEmb(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                   aclrtStream /*stream*/) {
+  return run_executor(kForwardV1, workspace, workspaceSize, executor);
+}
 
 aclnnStatus aclnnApplyRotaryPosEmbV2GetWorkspaceSize(aclTensor* queryRef, aclTensor* keyRef, const aclTensor* cos,
                                                      const aclTensor* sin, int64_t layout, char* rotaryMode,

@@ -15,6 +15,9 @@ namespace {
 
 std::string dtypes(DType x, DType cs) { return std::string(dtype_name(x)) + "/" + dtype_name(cs); }
 
+}  // namespace
+
+
 // Checks one output view against its reference under a tolerance row; "" when it passes.
 std::string check_output(const char* name, const TensorView& y, const std::vector<double>& ref, const char* row) {
   const CompareReport r = compare_with_reference(y, ref, tolerance_for(row, y.dtype));
@@ -30,8 +33,8 @@ std::string check_bytes(const char* name, const GuardedTensor& t, const std::vec
   return changed.empty() ? "" : std::string(name) + ": " + changed;
 }
 
-const auto kNothing = [](const int64_t*) { return false; };
-const auto kEverything = [](const int64_t*) { return true; };
+bool no_element(const int64_t*) { return false; }
+bool every_element(const int64_t*) { return true; }
 
 // cos/sin either at their own (broadcast) shape, or at `full` shape with stride 0 where `own` has size 1.
 std::unique_ptr<GuardedTensor> make_cos_sin(std::mt19937* rng, DType dtype, const std::vector<int64_t>& own,
@@ -55,7 +58,6 @@ void append_bits(std::vector<uint64_t>* bits, const TensorView& v) {
   bits->insert(bits->end(), b.begin(), b.end());
 }
 
-}  // namespace
 
 bool FailureBudget::check(const std::string& error, const std::string& what) {
   if (error.empty()) return true;
@@ -149,10 +151,10 @@ std::string run_case(const InterleaveRopeCase& c, std::vector<uint64_t>* bits) {
   if (!st.ok()) return "status " + std::to_string(static_cast<int>(st.code())) + ": " + st.message();
   std::string err = check_plan();
   if (err.empty()) err = check_output("out", out.view(), ref, "rope");
-  if (err.empty()) err = check_bytes("out", out, out0, kEverything);
-  if (err.empty() && !c.in_place) err = check_bytes("x", x, x0, kNothing);
-  if (err.empty()) err = check_bytes("cos", *cos, cos0, kNothing);
-  if (err.empty()) err = check_bytes("sin", *sin, sin0, kNothing);
+  if (err.empty()) err = check_bytes("out", out, out0, every_element);
+  if (err.empty() && !c.in_place) err = check_bytes("x", x, x0, no_element);
+  if (err.empty()) err = check_bytes("cos", *cos, cos0, no_element);
+  if (err.empty()) err = check_bytes("sin", *sin, sin0, no_element);
   append_bits(bits, out.view());
   return err;
 }
@@ -180,8 +182,8 @@ std::string run_case(const PartialRotaryCase& c, std::vector<uint64_t>* bits) {
   if (err.empty())
     err = check_bytes("x (outside the slice)", x, x0,
                       [start, end](const int64_t* idx) { return idx[3] >= start && idx[3] < end; });
-  if (err.empty()) err = check_bytes("cos", *cos, cos0, kNothing);
-  if (err.empty()) err = check_bytes("sin", *sin, sin0, kNothing);
+  if (err.empty()) err = check_bytes("cos", *cos, cos0, no_element);
+  if (err.empty()) err = check_bytes("sin", *sin, sin0, no_element);
   append_bits(bits, x.view());
   return err;
 }
@@ -210,8 +212,8 @@ std::string run_case(const ApplyRotaryCase& c, std::vector<uint64_t>* bits) {
     const auto rotated_channel = [last, rotated](const int64_t* idx) { return idx[last] < rotated; };
     if (err.empty()) err = check_bytes("query", q, q0, rotated_channel);
     if (err.empty()) err = check_bytes("key", k, k0, rotated_channel);
-    if (err.empty()) err = check_bytes("cos", cos, cos0, kNothing);
-    if (err.empty()) err = check_bytes("sin", sin, sin0, kNothing);
+    if (err.empty()) err = check_bytes("cos", cos, cos0, no_element);
+    if (err.empty()) err = check_bytes("sin", sin, sin0, no_element);
     append_bits(bits, q.view());
     append_bits(bits, k.view());
     return err;
@@ -240,18 +242,18 @@ std::string run_case(const ApplyRotaryCase& c, std::vector<uint64_t>* bits) {
   if (err.empty()) err = check_output("gradKey", gk.view(), ref_gk, "rope");
   if (err.empty() && c.with_qk) err = check_output("gradCos", gcos.view(), ref_gcos, "rope_grad_cos_sin");
   if (err.empty() && c.with_qk) err = check_output("gradSin", gsin.view(), ref_gsin, "rope_grad_cos_sin");
-  if (err.empty()) err = check_bytes("gradQuery", gq, gq0, kEverything);
-  if (err.empty()) err = check_bytes("gradKey", gk, gk0, kEverything);
+  if (err.empty()) err = check_bytes("gradQuery", gq, gq0, every_element);
+  if (err.empty()) err = check_bytes("gradKey", gk, gk0, every_element);
   const std::function<bool(const int64_t*)> grads_written =
-      c.with_qk ? std::function<bool(const int64_t*)>(kEverything) : std::function<bool(const int64_t*)>(kNothing);
+      c.with_qk ? std::function<bool(const int64_t*)>(every_element) : std::function<bool(const int64_t*)>(no_element);
   if (err.empty()) err = check_bytes("gradCos", gcos, gcos0, grads_written);
   if (err.empty()) err = check_bytes("gradSin", gsin, gsin0, grads_written);
-  if (err.empty()) err = check_bytes("query", q, q0, kNothing);
-  if (err.empty()) err = check_bytes("key", k, k0, kNothing);
-  if (err.empty()) err = check_bytes("gradQueryEmbed", gq_embed, gqe0, kNothing);
-  if (err.empty()) err = check_bytes("gradKeyEmbed", gk_embed, gke0, kNothing);
-  if (err.empty()) err = check_bytes("cos", cos, cos0, kNothing);
-  if (err.empty()) err = check_bytes("sin", sin, sin0, kNothing);
+  if (err.empty()) err = check_bytes("query", q, q0, no_element);
+  if (err.empty()) err = check_bytes("key", k, k0, no_element);
+  if (err.empty()) err = check_bytes("gradQueryEmbed", gq_embed, gqe0, no_element);
+  if (err.empty()) err = check_bytes("gradKeyEmbed", gk_embed, gke0, no_element);
+  if (err.empty()) err = check_bytes("cos", cos, cos0, no_element);
+  if (err.empty()) err = check_bytes("sin", sin, sin0, no_element);
   append_bits(bits, gq.view());
   append_bits(bits, gk.view());
   if (c.with_qk) {

@@ -9,6 +9,9 @@
 #define TXOPS_TESTS_SUPPORT_ROPE_CASES_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +69,21 @@ std::string run_case(const ApplyRotaryCase& c, std::vector<uint64_t>* bits = nul
 // Shapes of the Apply case's tensors (exposed for the adjoint and aclnn tests).
 std::vector<int64_t> apply_q_shape(const ApplyRotaryCase& c, int64_t n);
 std::vector<int64_t> apply_cos_shape(const ApplyRotaryCase& c);
+
+// Pieces the RoPE runners share (rope_cases.cpp, rope_family_cases.cpp); each returns "" when the check passes.
+// One output against its reference under a tolerance-table row ("rope", "rope_grad_cos_sin").
+std::string check_output(const char* name, const TensorView& y, const std::vector<double>& ref, const char* row);
+// Guards intact and no byte outside the elements `may_change` allows changed.
+std::string check_bytes(const char* name, const GuardedTensor& t, const std::vector<uint8_t>& before,
+                        const std::function<bool(const int64_t*)>& may_change);
+bool no_element(const int64_t*);     // may_change predicates
+bool every_element(const int64_t*);
+// cos/sin at their own (broadcast) shape, or at `full` shape with stride 0 where `own` has size 1.
+std::unique_ptr<GuardedTensor> make_cos_sin(std::mt19937* rng, DType dtype, const std::vector<int64_t>& own,
+                                            const std::vector<int64_t>& full, bool stride0, ViewStyle style);
+// The op's kernels were the active ISA's (core/plan_record.h).
+std::string check_plan();
+void append_bits(std::vector<uint64_t>* bits, const TensorView& v);
 
 // Records a failed case as a gtest failure; after `limit` failures it returns false so that a sweep can stop
 // early instead of printing thousands of lines when a whole op is broken.

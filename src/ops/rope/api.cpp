@@ -50,6 +50,35 @@ Status apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, const Tenso
   return run_or_fail("txops::apply_rotary_pos_emb_grad", std::move(st), op);
 }
 
+Status rotary_position_embedding(const TensorView& x, const TensorView& cos, const TensorView& sin, RotaryMode mode,
+                                 const TensorView& out, const TensorView* rotate) {
+  PreparedOp op;
+  Status st = prepare_rotary_position_embedding(x, cos, sin, static_cast<int64_t>(mode), rotate, out, &op);
+  return run_or_fail("txops::rotary_position_embedding", std::move(st), op);
+}
+
+Status rotary_position_embedding_grad(const TensorView& dy, const TensorView& cos, const TensorView& sin,
+                                      const TensorView* x, RotaryMode mode, const TensorView& dx,
+                                      const TensorView* dcos, const TensorView* dsin) {
+  PreparedOp op;
+  Status st = prepare_rotary_position_embedding_grad(dy, cos, sin, x, static_cast<int64_t>(mode), dx, dcos, dsin, &op);
+  return run_or_fail("txops::rotary_position_embedding_grad", std::move(st), op);
+}
+
+Status rope_with_sin_cos_cache(const TensorView& positions, const TensorView& query, const TensorView& key,
+                               const TensorView& cos_sin_cache, const int64_t* mrope_section,
+                               int64_t mrope_section_count, int64_t head_size, bool is_neox_style, int64_t cache_mode,
+                               const TensorView& query_out, const TensorView& key_out) {
+  PreparedOp op;
+  Status st = mrope_section_count < 0
+                  ? fail(StatusCode::kParamInvalid, "mrope_section_count must be >= 0, got %lld",
+                         static_cast<long long>(mrope_section_count))
+                  : prepare_rope_with_sin_cos_cache(positions, query, key, cos_sin_cache, mrope_section,
+                                                    static_cast<uint64_t>(mrope_section_count), head_size,
+                                                    is_neox_style, cache_mode, query_out, key_out, &op);
+  return run_or_fail("txops::rope_with_sin_cos_cache", std::move(st), op);
+}
+
 const char* rotary_mode_name(RotaryMode mode) {
   switch (mode) {
     case RotaryMode::kHalf: return "half";

@@ -87,8 +87,20 @@ HWY_INLINE void RotateRowF32(RotaryMode mode, bool bwd, const float* x, const fl
   }
 }
 
-// rot(x) of the forward, in its input order (dsin = sum dy * rot(x)); grad modes: half, quarter, interleave.
-HWY_INLINE void RotatedInputF32(RotaryMode mode, const float* x, float* r, int64_t width) {
+// The forward's two factors in its output order, for dcos = sum dy * p and dsin = sum dy * r: p = x and
+// r = rot(x) (half, quarter, interleave), or p = cat(xe, xo) and r = cat(-xo, xe) for interleave-half.
+HWY_INLINE void ForwardFactorsF32(RotaryMode mode, const float* x, float* p, float* r, int64_t width) {
+  if (mode == RotaryMode::kInterleaveHalf) {
+    const int64_t h = width / 2;
+    for (int64_t k = 0; k < h; ++k) {
+      p[k] = x[2 * k];
+      p[h + k] = x[2 * k + 1];
+      r[k] = -x[2 * k + 1];
+      r[h + k] = x[2 * k];
+    }
+    return;
+  }
+  for (int64_t j = 0; j < width; ++j) p[j] = x[j];
   if (mode == RotaryMode::kInterleave) {
     for (int64_t e = 0; e < width; e += 2) {
       r[e] = -x[e + 1];
@@ -128,9 +140,10 @@ void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* i
   LoadRowF32(c, c_step, n, n, cb);
   LoadRowF32(s, s_step, n, n, sb);
   RotateRowF32(cfg.mode, /*bwd=*/true, db, cb, sb, yb, n);
-  for (int64_t j = 0; j < n; ++j) acc_c[j] = std::fma(db[j], xb[j], acc_c[j]);
-  float* rotated = cb;  // cos is no longer needed
-  RotatedInputF32(cfg.mode, xb, rotated, n);
+  float* plain = cb;    // cos and sin are no longer needed
+  float* rotated = sb;
+  ForwardFactorsF32(cfg.mode, xb, plain, rotated, n);
+  for (int64_t j = 0; j < n; ++j) acc_c[j] = std::fma(db[j], plain[j], acc_c[j]);
   for (int64_t j = 0; j < n; ++j) acc_s[j] = std::fma(db[j], rotated[j], acc_s[j]);
   StoreRowF32(yb, n, out, side.step[1]);
 }

@@ -159,7 +159,8 @@ Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, 
 Status plan_grad_groups(const char* op_name, GradJob& job, uint64_t out_of_place_bytes, const TensorView& shape_of,
                         PreparedOp* op) {
   job.config.stream_out = out_of_place_bytes >= kStreamingBytes;
-  job.simd_rows = job.cs_step[0] == 1 && job.cs_step[1] == 1;
+  // interleave-half (RotaryPositionEmbeddingGrad only) reduces through the fp32 rows: no SIMD grad row for it
+  job.simd_rows = job.cs_step[0] == 1 && job.cs_step[1] == 1 && job.config.mode != RotaryMode::kInterleaveHalf;
   for (const GradSide& side : job.sides) {
     for (int t = 0; t < 3; ++t) job.simd_rows = job.simd_rows && side.step[t] == 1;
   }

@@ -143,6 +143,26 @@ Status prepare_apply_rotary_pos_emb(const TensorView& query, const TensorView& k
   return plan_rows("apply_rotary_pos_emb", job, 0, query, op);
 }
 
+Status prepare_apply_rotary_pos_emb_v1(const TensorView& query, const TensorView& key, const TensorView& cos,
+                                       const TensorView& sin, int64_t layout, PreparedOp* op) {
+  if (compat_mode() == Compat::kCann) {  // V1's documented support: BSND or TND, D 64 or 128, cos D = D
+    if (layout != 1 && layout != 4) {
+      return fail(kInvalid, "layout must be 1 (BSND) or 4 (TND) under TXOPS_COMPAT=cann, got %lld",
+                  static_cast<long long>(layout));
+    }
+    const TensorView* views[] = {&query, &key, &cos, &sin};
+    const char* names[] = {"queryRef", "keyRef", "cos", "sin"};
+    for (int i = 0; i < 4; ++i) {
+      const int64_t d = views[i]->ndim > 0 ? views[i]->shape[views[i]->ndim - 1] : 0;
+      if (d != 64 && d != 128) {
+        return fail(kInvalid, "%s last dim (D) must be 64 or 128 under TXOPS_COMPAT=cann, got %lld", names[i],
+                    static_cast<long long>(d));
+      }
+    }
+  }
+  return prepare_apply_rotary_pos_emb(query, key, cos, sin, layout, RotaryMode::kHalf, op);
+}
+
 Status prepare_apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, const TensorView& grad_key_embed,
                                          const TensorView& cos, const TensorView& sin, const TensorView* query,
                                          const TensorView* key, RotaryMode mode, int64_t layout,

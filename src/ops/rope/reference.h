@@ -6,6 +6,7 @@
 #ifndef TXOPS_OPS_ROPE_REFERENCE_H_
 #define TXOPS_OPS_ROPE_REFERENCE_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "txops/txops.h"
@@ -32,6 +33,21 @@ void apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, const TensorV
                                const TensorView* key, RotaryMode mode, Layout layout,
                                std::vector<double>* grad_query, std::vector<double>* grad_key,
                                std::vector<double>* grad_cos, std::vector<double>* grad_sin);
+
+// RotaryPositionEmbedding(V2): out in x's shape; `rotate` (D, D) or null.
+void rotary_position_embedding(const TensorView& x, const TensorView& cos, const TensorView& sin, RotaryMode mode,
+                               const TensorView* rotate, std::vector<double>* out);
+
+// RotaryPositionEmbeddingGrad: dx in dy's shape; dcos, dsin in cos's shape, filled only when x is given.
+void rotary_position_embedding_grad(const TensorView& dy, const TensorView& cos, const TensorView& sin,
+                                    const TensorView* x, RotaryMode mode, std::vector<double>* dx,
+                                    std::vector<double>* dcos, std::vector<double>* dsin);
+
+// RopeWithSinCosCache(V2): q_out, k_out in query's and key's shapes (pass-through channels included).
+void rope_with_sin_cos_cache(const TensorView& positions, const TensorView& query, const TensorView& key,
+                             const TensorView& cos_sin_cache, const int64_t* mrope_section,
+                             int64_t mrope_section_count, int64_t head_size, bool is_neox_style, int64_t cache_mode,
+                             std::vector<double>* q_out, std::vector<double>* k_out);
 
 }  // namespace reference
 }  // namespace txops

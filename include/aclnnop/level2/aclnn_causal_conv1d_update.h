@@ -1,0 +1,5 @@
+/* level2/aclnn_causal_conv1d_update.h — CANN also installs its operator headers under aclnnop/level2/: the same declarations. */
+#ifndef TXOPS_ACLNNOP_LEVEL2_ACLNN_CAUSAL_CONV1D_UPDATE_H_
+#define TXOPS_ACLNNOP_LEVEL2_ACLNN_CAUSAL_CONV1D_UPDATE_H_
+#include "aclnnop/aclnn_causal_conv1d_update.h"
+#endif

@@ -1,0 +1,5 @@
+/* level2/aclnn_rotary_position_embedding_grad.h — CANN also installs its operator headers under aclnnop/level2/: the same declarations. */
+#ifndef TXOPS_ACLNNOP_LEVEL2_ACLNN_ROTARY_POSITION_EMBEDDING_GRAD_H_
+#define TXOPS_ACLNNOP_LEVEL2_ACLNN_ROTARY_POSITION_EMBEDDING_GRAD_H_
+#include "aclnnop/aclnn_rotary_position_embedding_grad.h"
+#endif

@@ -1,0 +1,58 @@
+// cache_rows.h — the planned work of aclnnRopeWithSinCosCache(V2) (vLLM's rotary_embedding): per token, the
+// cos/sin halves are gathered from the cache row of its position (per channel from one of 3-4 position rows in
+// mrope mode), widened to the full-width rows the RoPE row kernels take, and every query and key head of the
+// token is rotated by those kernels (kernels_rotate.cpp); channels past rotary_dim are copied when out != in.
+// Filled by prepare_cache.cpp after validation; run by cache_rows.cpp.
+#ifndef TXOPS_OPS_ROPE_CACHE_ROWS_H_
+#define TXOPS_OPS_ROPE_CACHE_ROWS_H_
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "ops/rope/args.h"
+
+namespace txops {
+namespace rope {
+
+constexpr int kMaxMropeSections = 4;
+
+struct CacheSide {
+  const void* in = nullptr;
+  void* out = nullptr;
+  int64_t heads = 0;
+  int64_t in_token_stride = 0, out_token_stride = 0;  // elements
+  int64_t in_step = 1, out_step = 1;                  // channel strides
+  bool copy_pass = false;                             // out != in and head_size > rotary_dim
+};
+
+struct CacheJob {
+  RotationConfig config;  // half (GPT-NeoX) or interleave (GPT-J), width = rotary_dim, forward
+  int64_t head_size = 0;
+  int64_t tokens = 0;
+  // positions: (tokens,) or (sections, tokens), int64 or int32
+  const void* positions = nullptr;
+  DType positions_dtype = DType::kI64;
+  int64_t positions_row_stride = 0, positions_token_stride = 1;
+  int sections = 0;  // 0: rope mode; 3 or 4: mrope
+  // mrope channel -> position row, over the rotary_dim / 2 cos channels: contiguous sections (cache_mode 0),
+  // or interleaved (cache_mode 1): channel j with j % 3 == r (r = 1, 2) and j < 3 * section[r] uses row r.
+  int64_t section[kMaxMropeSections] = {};
+  bool interleaved = false;
+  uint8_t channel_row[kMaxWidth / 2] = {};  // the position row each cos channel takes (from the two above)
+  // cache (max_positions, rotary_dim): cos then sin, rotary_dim / 2 each
+  const void* cache = nullptr;
+  int64_t max_positions = 0;
+  int64_t cache_row_stride = 0, cache_step = 1;
+  CacheSide sides[2];
+  RowKernel* kernel = nullptr;
+  int threads = 1;
+};
+
+// Checks every position against the cache (161002 naming the first bad one) before anything is written, then
+// rotates every token.
+Status run_cache_rows(const CacheJob& job);
+
+}  // namespace rope
+}  // namespace txops
+
+#endif  // TXOPS_OPS_ROPE_CACHE_ROWS_H_

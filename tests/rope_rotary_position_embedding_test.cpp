@@ -1,0 +1,232 @@
+// rope_rotary_position_embedding_test.cpp — txops::rotary_position_embedding (aclnnRotaryPositionEmbedding, V2 with
+// a rotate matrix) and txops::rotary_position_embedding_grad against the fp64 reference, once per ISA (those this
+// CPU lacks are SKIPPED, named): every mode, head dims around the vector widths, every dtype pairing, every
+// broadcast pattern of cos (own shape, lower rank, stride 0), ranks 3 and 4, odd head counts, strided / offset /
+// padded views, in place, dcos/dsin with and without x, bit-identical 1-4 threads; and the validation rules.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "support/rope_family_cases.h"
+
+namespace txops {
+namespace {
+
+using namespace txops::testing;
+
+TXOPS_ISA_TEST_SUITE(RotaryPositionEmbeddingOnIsa);
+
+const int64_t kHeadDims[] = {2, 4, 6, 8, 14, 16, 18, 30, 32, 34, 62, 64, 66, 126, 128, 130, 1024};
+
+bool width_ok(RotaryMode mode, int64_t d) { return mode != RotaryMode::kQuarter || d % 4 == 0; }
+
+TEST_P(RotaryPositionEmbeddingOnIsa, ModesHeadDimsAndDtypes) {
+  FailureBudget budget;
+  for (bool backward : {false, true}) {
+    for (RotaryMode mode : all_rotary_modes()) {
+      for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
+        for (int64_t d : kHeadDims) {
+          if (!width_ok(mode, d)) continue;
+          RotaryEmbeddingCase c;
+          c.x_dtype = x_dtype, c.cs_dtype = cs_dtype, c.mode = mode, c.backward = backward;
+          c.x_shape = {2, d >= 1024 ? 2 : 5, 3, d};
+          c.cos_shape = {1, c.x_shape[1], 1, d};
+          c.seed = static_cast<uint32_t>(d * 7 + static_cast<int>(mode));
+          if (!budget.check(run_case(c), c.describe())) return;
+        }
+      }
+    }
+  }
+}
+
+// Every pattern of size-1 dims in a rank-4 cos, cos of lower rank, and stride-0 views at x's shape.
+TEST_P(RotaryPositionEmbeddingOnIsa, BroadcastPatterns) {
+  FailureBudget budget;
+  const std::vector<int64_t> x_shape = {2, 3, 4, 18};
+  std::vector<std::vector<int64_t>> cos_shapes;
+  for (int mask = 0; mask < 8; ++mask) {
+    cos_shapes.push_back({mask & 1 ? 2 : 1, mask & 2 ? 3 : 1, mask & 4 ? 4 : 1, 18});
+  }
+  cos_shapes.push_back({4, 18});
+  cos_shapes.push_back({18});
+  cos_shapes.push_back({3, 1, 18});
+  for (RotaryMode mode : all_rotary_modes()) {
+    for (const auto& cos_shape : cos_shapes) {
+      for (int variant = 0; variant < 4; ++variant) {  // forward, forward stride 0, grad with x, grad without x
+        RotaryEmbeddingCase c;
+        c.mode = mode, c.x_shape = x_shape, c.cos_shape = cos_shape;
+        c.x_dtype = DType::kBF16, c.cs_dtype = variant % 2 ? DType::kF32 : DType::kBF16;
+        c.cs_stride0 = variant == 1;
+        c.backward = variant >= 2;
+        c.with_x = variant == 2;
+        if (mode == RotaryMode::kQuarter) c.x_shape.back() = 20, c.cos_shape.back() = 20;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST_P(RotaryPositionEmbeddingOnIsa, RankThreeAndOddHeadCounts) {
+  FailureBudget budget;
+  for (RotaryMode mode : all_rotary_modes()) {
+    for (int64_t n : {1, 3, 7}) {
+      for (bool backward : {false, true}) {
+        RotaryEmbeddingCase c;
+        c.mode = mode, c.backward = backward, c.x_dtype = DType::kF16, c.cs_dtype = DType::kF16;
+        c.x_shape = {6, n, 64};  // TND with T1D cos
+        c.cos_shape = {6, 1, 64};
+        if (!budget.check(run_case(c), c.describe())) return;
+        c.x_shape = {1, 5, n, 32};  // BSND with 1S1D cos
+        c.cos_shape = {1, 5, 1, 32};
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST_P(RotaryPositionEmbeddingOnIsa, StridedAndOffsetViews) {
+  FailureBudget budget;
+  for (ViewStyle x_style : all_view_styles()) {
+    for (ViewStyle other : all_view_styles()) {
+      for (bool backward : {false, true}) {
+        for (RotaryMode mode : {RotaryMode::kHalf, RotaryMode::kInterleaveHalf}) {
+          RotaryEmbeddingCase c;
+          c.mode = mode, c.backward = backward, c.x_dtype = DType::kBF16, c.cs_dtype = DType::kBF16;
+          c.x_shape = {2, 4, 3, 34};
+          c.cos_shape = {2, 4, 1, 34};
+          c.x_style = x_style, c.cs_style = other, c.out_style = other;
+          if (!budget.check(run_case(c), c.describe())) return;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(RotaryPositionEmbeddingOnIsa, InPlace) {
+  FailureBudget budget;
+  for (RotaryMode mode : all_rotary_modes()) {
+    for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
+      for (int variant = 0; variant < 3; ++variant) {  // forward, grad without x, grad with x
+        for (ViewStyle style : {ViewStyle::kContiguous, ViewStyle::kLastStride2}) {
+          RotaryEmbeddingCase c;
+          c.mode = mode, c.x_dtype = x_dtype, c.cs_dtype = cs_dtype, c.in_place = true, c.x_style = style;
+          c.backward = variant > 0, c.with_x = variant == 2;
+          c.x_shape = {2, 3, 3, 68};
+          c.cos_shape = {1, 3, 1, 68};
+          if (!budget.check(run_case(c), c.describe())) return;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(RotaryPositionEmbeddingOnIsa, RotateMatrix) {
+  FailureBudget budget;
+  for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
+    for (int64_t d : {2, 16, 64, 130}) {
+      for (int variant = 0; variant < 3; ++variant) {  // plain, in place, strided views
+        RotaryEmbeddingCase c;
+        c.x_dtype = x_dtype, c.cs_dtype = cs_dtype, c.with_rotate = true, c.mode = RotaryMode::kInterleave;
+        c.x_shape = {1, 4, 3, d};
+        c.cos_shape = {1, 4, 1, d};
+        c.in_place = variant == 1;
+        if (variant == 2) c.x_style = c.cs_style = c.out_style = ViewStyle::kLastStride2;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST_P(RotaryPositionEmbeddingOnIsa, BitIdenticalOneToFourThreads) {
+  FailureBudget budget;
+  for (RotaryMode mode : all_rotary_modes()) {
+    for (int variant = 0; variant < 3; ++variant) {
+      RotaryEmbeddingCase c;
+      c.mode = mode, c.x_dtype = DType::kBF16, c.cs_dtype = DType::kBF16;
+      c.backward = variant > 0, c.with_x = variant == 2;
+      c.x_shape = {4, 64, 8, 128};  // large enough for a 4-way split
+      c.cos_shape = {4, 64, 1, 128};
+      if (!expect_bit_identical_for_one_to_four_threads(c, &budget)) return;
+    }
+  }
+}
+
+TEST_P(RotaryPositionEmbeddingOnIsa, EmptyTensors) {
+  FailureBudget budget;
+  for (int variant = 0; variant < 3; ++variant) {
+    RotaryEmbeddingCase c;
+    c.backward = variant > 0, c.with_x = variant == 2;
+    c.x_shape = {2, 0, 3, 8};  // no rows; dcos (1, 1, 3, 8) is still written, as zeros
+    c.cos_shape = {1, 1, 3, 8};
+    const std::string err = run_case(c);
+    // An empty op plans no kernel: only the plan check may complain, and only because nothing ran.
+    if (!err.empty() && err.find("planned no kernel") == std::string::npos) budget.check(err, c.describe());
+  }
+}
+
+// ---- validation: one rule, one code, one message naming the parameter -------------------------------------
+
+struct Buffers {
+  std::vector<float> x = std::vector<float>(2 * 3 * 4 * 8, 0.5f), cos = std::vector<float>(4 * 8, 0.5f),
+                     sin = std::vector<float>(4 * 8, 0.5f), out = std::vector<float>(2 * 3 * 4 * 8),
+                     dcos = std::vector<float>(4 * 8), dsin = std::vector<float>(4 * 8);
+  TensorView xv{x.data(), DType::kF32, {2, 3, 4, 8}}, cv{cos.data(), DType::kF32, {1, 1, 4, 8}},
+      sv{sin.data(), DType::kF32, {1, 1, 4, 8}}, ov{out.data(), DType::kF32, {2, 3, 4, 8}},
+      dcv{dcos.data(), DType::kF32, {1, 1, 4, 8}}, dsv{dsin.data(), DType::kF32, {1, 1, 4, 8}};
+};
+
+void expect_refused(const Status& st, StatusCode code, const char* words) {
+  EXPECT_EQ(st.code(), code) << st.message();
+  EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+}
+
+TEST(RotaryPositionEmbeddingRules, ForwardRules) {
+  Buffers b;
+  EXPECT_TRUE(rotary_position_embedding(b.xv, b.cv, b.sv, RotaryMode::kHalf, b.ov).ok());
+  TensorView null_x = b.xv;
+  null_x.data = nullptr;
+  expect_refused(rotary_position_embedding(null_x, b.cv, b.sv, RotaryMode::kHalf, b.ov), StatusCode::kNullptr,
+                 "x data must not be null");
+  TensorView i32 = b.ov;
+  i32.dtype = DType::kI32;
+  expect_refused(rotary_position_embedding(b.xv, b.cv, b.sv, RotaryMode::kHalf, i32), StatusCode::kParamInvalid,
+                 "out dtype");
+  expect_refused(rotary_position_embedding(b.xv, b.cv, b.sv, static_cast<RotaryMode>(4), b.ov),
+                 StatusCode::kTilingError, "mode must be 0 (half)");
+  TensorView cos_bad{b.cos.data(), DType::kF32, {1, 2, 4, 8}};
+  expect_refused(rotary_position_embedding(b.xv, cos_bad, cos_bad, RotaryMode::kHalf, b.ov), StatusCode::kTilingError,
+                 "cos dim 1 must be 1 or 3");
+  TensorView x_odd{b.x.data(), DType::kF32, {2, 3, 4, 6}}, o_odd{b.out.data(), DType::kF32, {2, 3, 4, 6}};
+  TensorView c_odd{b.cos.data(), DType::kF32, {1, 1, 4, 6}};
+  expect_refused(rotary_position_embedding(x_odd, c_odd, c_odd, RotaryMode::kQuarter, o_odd),
+                 StatusCode::kTilingError, "multiple of 4");
+  TensorView x5{b.x.data(), DType::kF32, {1, 2, 3, 4, 8}};
+  expect_refused(rotary_position_embedding(x5, b.cv, b.sv, RotaryMode::kHalf, x5), StatusCode::kTilingError,
+                 "x rank must be 3 or 4");
+  TensorView overlap{b.x.data() + 8, DType::kF32, {2, 3, 4, 8}};
+  expect_refused(rotary_position_embedding(b.xv, b.cv, b.sv, RotaryMode::kHalf, overlap), StatusCode::kParamInvalid,
+                 "out");
+  TensorView rotate_bad{b.dcos.data(), DType::kF32, {8, 4}};
+  expect_refused(rotary_position_embedding(b.xv, b.cv, b.sv, RotaryMode::kHalf, b.ov, &rotate_bad),
+                 StatusCode::kTilingError, "rotate shape must be (8, 8)");
+}
+
+TEST(RotaryPositionEmbeddingRules, GradRules) {
+  Buffers b;
+  EXPECT_TRUE(
+      rotary_position_embedding_grad(b.xv, b.cv, b.sv, &b.xv, RotaryMode::kHalf, b.ov, &b.dcv, &b.dsv).ok());
+  EXPECT_TRUE(rotary_position_embedding_grad(b.xv, b.cv, b.sv, nullptr, RotaryMode::kHalf, b.ov, nullptr, nullptr)
+                  .ok());
+  expect_refused(rotary_position_embedding_grad(b.xv, b.cv, b.sv, &b.xv, RotaryMode::kHalf, b.ov, nullptr, &b.dsv),
+                 StatusCode::kNullptr, "dcosOut must not be null");
+  TensorView dcos_bad{b.dcos.data(), DType::kF32, {1, 4, 8}};
+  expect_refused(rotary_position_embedding_grad(b.xv, b.cv, b.sv, &b.xv, RotaryMode::kHalf, b.ov, &dcos_bad, &b.dsv),
+                 StatusCode::kTilingError, "dcosOut shape must equal cos shape");
+  expect_refused(rotary_position_embedding_grad(b.xv, b.cv, b.sv, &b.xv, RotaryMode::kHalf, b.ov, &b.dcv, &b.dcv),
+                 StatusCode::kParamInvalid, "dsinOut");
+  expect_refused(rotary_position_embedding_grad(b.xv, b.cv, b.sv, &b.xv, RotaryMode::kHalf, b.ov, &b.cv, &b.dsv),
+                 StatusCode::kParamInvalid, "dcosOut");
+}
+
+}  // namespace
+}  // namespace txops

@@ -1,0 +1,162 @@
+// rope_sin_cos_cache_test.cpp — txops::rope_with_sin_cos_cache (aclnnRopeWithSinCosCache / V2, vLLM's
+// rotary_embedding) against the fp64 reference, once per ISA (those this CPU lacks are SKIPPED, named): GPT-NeoX and
+// GPT-J styles, rotary dims below the head size (pass-through channels), query and key head counts apart (key
+// without heads too), positions out of order and repeated (int64, int32, strided), every mrope section CANN lists
+// plus odd ones, both cache modes, every dtype pairing, strided / offset views, in place, bit-identical 1-4
+// threads; positions outside the cache and the validation rules.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "support/rope_family_cases.h"
+
+namespace txops {
+namespace {
+
+using namespace txops::testing;
+
+TXOPS_ISA_TEST_SUITE(SinCosCacheOnIsa);
+
+TEST_P(SinCosCacheOnIsa, StylesDimsAndDtypes) {
+  FailureBudget budget;
+  const int64_t dims[][2] = {{64, 64}, {64, 32}, {128, 64}, {128, 128}, {18, 18}, {34, 16}, {8, 2}, {256, 130}};
+  for (bool neox : {true, false}) {
+    for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
+      for (const auto& hd : dims) {
+        SinCosCacheCase c;
+        c.neox = neox, c.x_dtype = x_dtype, c.cache_dtype = cs_dtype, c.head_size = hd[0], c.rotary_dim = hd[1];
+        c.seed = static_cast<uint32_t>(hd[0] * 31 + hd[1]);
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST_P(SinCosCacheOnIsa, HeadCountsPositionsAndInPlace) {
+  FailureBudget budget;
+  for (int64_t nk : {0, 1, 3}) {
+    for (DType pos : {DType::kI64, DType::kI32}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        SinCosCacheCase c;
+        c.nq = 5, c.nk = nk, c.positions_dtype = pos, c.tokens = 9, c.max_pos = 4;  // many repeats
+        c.x_dtype = DType::kBF16, c.cache_dtype = DType::kBF16, c.head_size = 64, c.rotary_dim = 32;
+        c.in_place = variant & 1, c.positions_strided = variant & 2, c.neox = variant < 2;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST_P(SinCosCacheOnIsa, MropeSections) {
+  FailureBudget budget;
+  struct Sections {
+    std::vector<int64_t> parts;
+    int64_t cache_mode;
+  };
+  const Sections all[] = {{{16, 24, 24}, 0}, {{24, 20, 20}, 0}, {{8, 12, 12}, 0}, {{16, 16, 16, 16}, 0},
+                          {{24, 20, 20}, 1}, {{11, 11, 10}, 1}, {{16, 24, 24}, 1}, {{8, 12, 12}, 1},
+                          {{1, 2, 3}, 0},    {{0, 5, 1}, 0},    {{3, 2, 1}, 1},    {{1, 1, 1, 3}, 0}};
+  for (const Sections& s : all) {
+    for (bool neox : {true, false}) {
+      for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
+        SinCosCacheCase c;
+        c.section = s.parts, c.cache_mode = s.cache_mode, c.neox = neox;
+        int64_t half = 0;
+        for (int64_t p : s.parts) half += p;
+        c.rotary_dim = 2 * half, c.head_size = 2 * half + 8, c.x_dtype = x_dtype, c.cache_dtype = cs_dtype;
+        c.tokens = 6, c.max_pos = 11;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST_P(SinCosCacheOnIsa, StridedAndOffsetViews) {
+  FailureBudget budget;
+  for (ViewStyle x_style : all_view_styles()) {
+    for (ViewStyle other : all_view_styles()) {
+      for (bool neox : {true, false}) {
+        SinCosCacheCase c;
+        c.x_style = x_style, c.cache_style = other, c.out_style = other, c.neox = neox;
+        c.x_dtype = DType::kF16, c.cache_dtype = DType::kF16, c.head_size = 48, c.rotary_dim = 32;
+        if (!budget.check(run_case(c), c.describe())) return;
+        c.section = {4, 6, 6}, c.positions_strided = true;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+TEST_P(SinCosCacheOnIsa, BitIdenticalOneToFourThreads) {
+  FailureBudget budget;
+  for (bool neox : {true, false}) {
+    SinCosCacheCase c;
+    c.neox = neox, c.tokens = 64, c.nq = 16, c.nk = 4, c.head_size = 128, c.rotary_dim = 128, c.max_pos = 300;
+    c.x_dtype = DType::kBF16, c.cache_dtype = DType::kBF16;
+    if (!expect_bit_identical_for_one_to_four_threads(c, &budget)) return;
+  }
+}
+
+// ---- positions outside the cache, validation -----------------------------------------------------------------
+
+struct CacheBuffers {
+  std::vector<float> q = std::vector<float>(3 * 2 * 16, 1.0f), k = std::vector<float>(3 * 16, 1.0f),
+                     cache = std::vector<float>(5 * 16, 0.5f), qo = std::vector<float>(3 * 2 * 16, 7.0f),
+                     ko = std::vector<float>(3 * 16, 7.0f);
+  std::vector<int64_t> pos = {0, 4, 2};
+  TensorView pv{pos.data(), DType::kI64, {3}}, qv{q.data(), DType::kF32, {3, 32}}, kv{k.data(), DType::kF32, {3, 16}},
+      cv{cache.data(), DType::kF32, {5, 16}}, qov{qo.data(), DType::kF32, {3, 32}},
+      kov{ko.data(), DType::kF32, {3, 16}};
+  Status call(const int64_t* section = nullptr, int64_t count = 0, int64_t head_size = 16, int64_t cache_mode = 0) {
+    return rope_with_sin_cos_cache(pv, qv, kv, cv, section, count, head_size, true, cache_mode, qov, kov);
+  }
+};
+
+void expect_refused(const Status& st, StatusCode code, const char* words) {
+  EXPECT_EQ(st.code(), code) << st.message();
+  EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+}
+
+TEST(SinCosCacheRules, PositionOutsideTheCacheWritesNothing) {
+  for (int64_t bad : {int64_t{5}, int64_t{-1}, int64_t{1} << 40}) {
+    CacheBuffers b;
+    EXPECT_TRUE(b.call().ok());
+    b.qo.assign(b.qo.size(), 7.0f);
+    b.ko.assign(b.ko.size(), 7.0f);
+    b.pos[2] = bad;
+    expect_refused(b.call(), StatusCode::kParamInvalid, "positions values must be in [0, 5)");
+    for (float v : b.qo) ASSERT_EQ(v, 7.0f);
+    for (float v : b.ko) ASSERT_EQ(v, 7.0f);
+  }
+}
+
+TEST(SinCosCacheRules, Rules) {
+  CacheBuffers b;
+  expect_refused(b.call(nullptr, 0, 0), StatusCode::kTilingError, "headSize must be positive");
+  expect_refused(b.call(nullptr, 0, 12), StatusCode::kTilingError, "queryIn dim 1 must be a multiple of headSize");
+  expect_refused(b.call(nullptr, 0, 8), StatusCode::kRuntimeError, "at most headSize");
+  const int64_t three[] = {2, 3, 3};
+  expect_refused(b.call(three, 3), StatusCode::kTilingError, "positions rank must be 2");
+  const int64_t wrong_sum[] = {2, 3, 2};
+  std::vector<int64_t> pos2(9, 0);
+  b.pv = TensorView(pos2.data(), DType::kI64, {3, 3});
+  expect_refused(b.call(wrong_sum, 3), StatusCode::kTilingError, "mropeSection must sum to rotaryDim / 2 = 8");
+  EXPECT_TRUE(b.call(three, 3).ok());
+  const int64_t four[] = {2, 2, 2, 2};
+  expect_refused(b.call(four, 4), StatusCode::kTilingError, "positions dim 0 (sections) must be 4");
+  expect_refused(b.call(three, 3, 16, 2), StatusCode::kParamInvalid, "cacheMode must be 0");
+  std::vector<int64_t> pos4(12, 0);
+  b.pv = TensorView(pos4.data(), DType::kI64, {4, 3});
+  expect_refused(b.call(four, 4, 16, 1), StatusCode::kTilingError, "cacheMode 1 needs a 3-element mropeSection");
+  CacheBuffers c;
+  c.qv = TensorView(c.q.data(), DType::kF32, {3, 16});
+  c.qov = TensorView(c.qo.data(), DType::kF32, {3, 16});
+  c.kov = c.qv;  // keyOut over queryIn
+  expect_refused(c.call(), StatusCode::kParamInvalid, "keyOut");
+  CacheBuffers d;
+  d.pv.dtype = DType::kF32;
+  expect_refused(d.call(), StatusCode::kParamInvalid, "positions dtype must be int64 or int32");
+}
+
+}  // namespace
+}  // namespace txops
