@@ -5,7 +5,9 @@ The forward of each rotation mode is written here in plain PyTorch from docs/rop
 that forward (in float64) gives dx, dcos and dsin. txops is called through its aclnn C API with ctypes
 (aclCreateTensor on the torch tensors' data pointers), on float32 copies of the same values, and must agree
 to ~1e-5. Covers aclnnApplyRotaryPosEmbGrad (half, interleave, quarter; with query/key for gradCos/gradSin;
-layouts BSND, SBND, BNSD, TND; cos batch 1 or B) and aclnnInplacePartialRotaryMulGrad (all four modes).
+layouts BSND, SBND, BNSD, TND; cos batch 1 or B), aclnnInplacePartialRotaryMulGrad (all four modes) and
+aclnnRotaryPositionEmbeddingGrad (all four modes; cos broadcast over every pattern of dims, lower rank; dx,
+dcos, dsin).
 
 Usage: /usr/bin/python3 rope_autograd_check.py path/to/libtxops.so
 Exit 0: all passed; 1: a mismatch or an error; 77: skipped (torch missing) — ctest SKIP_RETURN_CODE.
@@ -65,7 +67,10 @@ class Txops:
             [p] * 6 + [ctypes.c_char_p, i64] + [p] * 4 + [ctypes.POINTER(u64), ctypes.POINTER(p)])
         lib.aclnnInplacePartialRotaryMulGradGetWorkspaceSize.argtypes = (
             [p] * 3 + [i64, p, ctypes.POINTER(u64), ctypes.POINTER(p)])
-        for name in ("aclnnApplyRotaryPosEmbGrad", "aclnnInplacePartialRotaryMulGrad"):
+        lib.aclnnRotaryPositionEmbeddingGradGetWorkspaceSize.argtypes = (
+            [p] * 4 + [i64] + [p] * 3 + [ctypes.POINTER(u64), ctypes.POINTER(p)])
+        for name in ("aclnnApplyRotaryPosEmbGrad", "aclnnInplacePartialRotaryMulGrad",
+                     "aclnnRotaryPositionEmbeddingGrad"):
             getattr(lib, name).argtypes = [p, u64, p, p]
         self.lib = lib
 
@@ -101,6 +106,18 @@ class Txops:
         try:
             self.run(self.lib.aclnnApplyRotaryPosEmbGradGetWorkspaceSize, self.lib.aclnnApplyRotaryPosEmbGrad,
                      *handles[:6], mode.encode(), layout, *handles[6:])
+        finally:
+            for h in handles:
+                self.lib.aclDestroyTensor(h)
+        return outs
+
+    def rotary_grad(self, dy, cos, sin, x, mode):
+        outs = [torch.full_like(dy, float("nan")), torch.full_like(cos, float("nan")),
+                torch.full_like(cos, float("nan"))]
+        handles = [self.tensor(t) for t in (dy, cos, sin, x)] + [self.tensor(t) for t in outs]
+        try:
+            self.run(self.lib.aclnnRotaryPositionEmbeddingGradGetWorkspaceSize,
+                     self.lib.aclnnRotaryPositionEmbeddingGrad, *handles[:4], MODE_CODES[mode], *handles[4:])
         finally:
             for h in handles:
                 self.lib.aclDestroyTensor(h)
@@ -176,6 +193,17 @@ def check_partial_grad(tx, mode, start, end):
     compare("InplacePartialRotaryMulGrad %s slice [%d, %d)" % (mode, start, end), got, x.grad)
 
 
+def check_rotary_grad(tx, mode, x_shape, cos_shape):
+    x, dy = random64(*x_shape), random64(*x_shape)
+    c, s = random64(*cos_shape) / 2, random64(*cos_shape) / 2
+    leaves = [t.clone().requires_grad_(True) for t in (x, c, s)]
+    (rope_forward(leaves[0], leaves[1], leaves[2], mode) * dy).sum().backward()
+    got = tx.rotary_grad(dy.float(), c.float(), s.float(), x.float(), mode)
+    name = "RotaryPositionEmbeddingGrad %s x %s cos %s" % (mode, tuple(x_shape), tuple(cos_shape))
+    for label, g, leaf in zip(("dx", "dcos", "dsin"), got, leaves):
+        compare(name + " " + label, g, leaf.grad)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -190,6 +218,10 @@ def main():
         for mode in ("half", "interleave", "quarter", "interleave-half"):
             check_partial_grad(tx, mode, 0, 64)
             check_partial_grad(tx, mode, 3, 39)
+        for mode in ("half", "interleave", "quarter", "interleave-half"):
+            for cos_shape in ((1, 1, 4, 16), (2, 1, 4, 16), (1, 3, 1, 16), (2, 3, 4, 16), (4, 16), (16,)):
+                check_rotary_grad(tx, mode, (2, 3, 4, 16), cos_shape)
+            check_rotary_grad(tx, mode, (6, 3, 32), (6, 1, 32))
     except RuntimeError as e:
         print("error:", e)
         return 1
