@@ -13,6 +13,7 @@
 #include <string>
 
 #include "eager_gate.h"
+#include "rope_family.h"
 #include "tensor_import.h"
 #include "txops/txops.h"
 #include "txops/version.h"
@@ -325,6 +326,8 @@ PYBIND11_MODULE(_txops, m) {
   m.def("causal_conv1d_update", &causal_conv1d_update, arg("x"), arg("weight"), arg("conv_states"),
         arg("bias").none(true), arg("query_start_loc").none(true), arg("cache_indices").none(true),
         arg("num_accepted_tokens").none(true), arg("activation"), arg("null_block_id"), arg("out"));
+
+  txops_python::bind_rope_family(m);
 
   m.def("num_threads", &txops::num_threads, "Threads the operators use.");
   m.def("set_num_threads", &txops::set_num_threads, arg("n"), "Sets the thread count (0: back to the default).");

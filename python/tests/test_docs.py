@@ -6,12 +6,12 @@ import inspect
 import pytest
 
 import txops
-from txops import _settings, gdr, rope
+from txops import _settings, gdr, rope, rotary
 
 PUBLIC = [getattr(txops, name) for name in txops.__all__ if callable(getattr(txops, name))]
 
 
-@pytest.mark.parametrize("module", [rope, gdr, _settings], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [rope, rotary, gdr, _settings], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     threads = txops.num_threads()
     try:

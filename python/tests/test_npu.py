@@ -112,8 +112,9 @@ def test_npu_recurrent_gated_delta_rule():
 
 
 def test_missing_functions_raise_not_implemented_naming_them():
-    with pytest.raises(NotImplementedError, match=r"torch_npu\.npu_rotary_mul is not implemented"):
-        torch_npu.npu_rotary_mul(torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2))
+    with pytest.raises(NotImplementedError, match=r"torch_npu\.npu_rotary_position_embedding is not implemented"):
+        torch_npu.npu_rotary_position_embedding(torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2),
+                                                torch.zeros(1, 1, 1, 2))
     with pytest.raises(NotImplementedError, match="npu_fusion_attention"):
         torch_npu.npu_fusion_attention
     assert not hasattr(torch_npu, "npu_rms_norm")  # feature probes see it missing (AttributeError too)

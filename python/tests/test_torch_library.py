@@ -129,7 +129,38 @@ def conv_cases():
     return cases
 
 
-CASES = rope_cases() + gdr_cases() + conv_cases()
+def rotary_cases():
+    """RotaryPositionEmbedding(Grad) (every mode, broadcast cos, rotate matrix, with grads) and RopeWithSinCosCache
+    (neox / GPT-J, partial rotary dim, mrope)."""
+    cases = []
+    for dtype, grad in ((torch.float32, True), (torch.bfloat16, False)):
+        for mode, (x_shape, c_shape) in enumerate((((2, 3, 4, 16), (1, 3, 1, 16)), ((2, 4, 8), (4, 8)),
+                                                   ((1, 2, 3, 8), (1, 1, 1, 8)), ((3, 2, 2, 12), (3, 1, 2, 12)))):
+            x = randn(*x_shape, dtype=dtype, requires_grad=grad)
+            cos, sin = cos_sin(*c_shape, dtype=dtype, requires_grad=grad)
+            cases.append(("rotary_position_embedding", (x, cos, sin, mode, None)))
+            plain = (x.detach(), cos.detach(), sin.detach())
+            cases.append(("rotary_position_embedding_out", (*plain, mode, None, torch.empty_like(plain[0]))))
+            dy = randn(*x_shape, dtype=dtype, seed=7)
+            cases.append(("rotary_position_embedding_grad", (dy, plain[1], plain[2], plain[0], mode)))
+            cases.append(("rotary_position_embedding_grad", (dy, plain[1], plain[2], None, mode)))
+        rotate = torch.eye(16, dtype=dtype).roll(1, dims=1)
+        x = randn(2, 3, 4, 16, dtype=dtype, requires_grad=grad)
+        cos, sin = cos_sin(1, 3, 1, 16, dtype=dtype, requires_grad=grad)
+        cases.append(("rotary_position_embedding", (x, cos, sin, 1, rotate)))
+        positions = torch.tensor([3, 0, 3, 1, 2])
+        q, k = randn(5, 3 * 32, dtype=dtype), randn(5, 32, dtype=dtype, seed=9)
+        cache = randn(4, 16, dtype=dtype, seed=10)
+        for neox in (True, False):
+            cases.append(("rope_with_sin_cos_cache", (positions, q, k, cache, None, 32, neox, 0)))
+            cases.append(("rope_with_sin_cos_cache_", (positions, q.clone(), k.clone(), cache, None, 32, neox, 0)))
+        mrope_positions = torch.tensor([[3, 0, 3, 1, 2], [1, 1, 0, 2, 3], [0, 2, 2, 3, 1]])
+        for cache_mode in (0, 1):
+            cases.append(("rope_with_sin_cos_cache", (mrope_positions, q, k, cache, [2, 3, 3], 32, True, cache_mode)))
+    return cases
+
+
+CASES = rope_cases() + gdr_cases() + conv_cases() + rotary_cases()
 
 
 def case_id(case):
@@ -161,7 +192,9 @@ def test_mutations_are_declared():
         "chunk_gated_delta_rule_out": ["out", "final_state"], "recurrent_gated_delta_rule": ["state"],
         "recurrent_gated_delta_rule_out": ["state", "out"], "causal_conv1d_fn": ["conv_states"],
         "causal_conv1d_fn_out": ["conv_states", "out"], "causal_conv1d_update": ["conv_states"],
-        "causal_conv1d_update_out": ["conv_states", "out"]}
+        "causal_conv1d_update_out": ["conv_states", "out"], "rotary_position_embedding": [],
+        "rotary_position_embedding_out": ["out"], "rotary_position_embedding_grad": [], "rope_with_sin_cos_cache": [],
+        "rope_with_sin_cos_cache_": ["query", "key"]}
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

@@ -30,6 +30,8 @@ Operators (all CPU; ``rotary_mode`` is the code 0 half, 1 interleave, 2 quarter,
 ``causal_conv1d_update_out``           the same into a given out (mutated)
 =====================================  ==========================================================================
 
+and the RotaryPositionEmbedding / RopeWithSinCosCache operators of txops._torch_ops_rotary (its table).
+
 The public functions (txops.interleave_rope, ...) route torch tensors through these operators whenever autograd,
 torch.compile or a tracing mode must see the call, and otherwise call the extension directly, since a round
 trip through the dispatcher costs microseconds. The in-place public functions, when autograd records them, run
@@ -39,6 +41,7 @@ operators do.
 """
 import torch
 
+from . import _torch_ops_rotary
 from . import _txops as _C
 from ._arrays import export as _dl  # what the extension reads: a DLPack capsule, or the tensor itself
 
@@ -439,6 +442,16 @@ AUTOGRAD = {
     "apply_rotary_pos_emb_functional": (_backward_apply_rotary_pos_emb, _setup_apply_rotary_pos_emb),
     "chunk_gated_delta_rule": (_backward_chunk_gated_delta_rule, _setup_chunk_gated_delta_rule),
 }
+
+
+# RotaryPositionEmbedding(Grad) and RopeWithSinCosCache live in their own table file (txops._torch_ops_rotary).
+
+for _name in _torch_ops_rotary.SCHEMAS:
+    if _name in SCHEMAS:
+        raise RuntimeError(f"txops operator {_name} is defined twice")
+SCHEMAS.update(_torch_ops_rotary.SCHEMAS)
+KERNELS.update(_torch_ops_rotary.KERNELS)
+AUTOGRAD.update(_torch_ops_rotary.AUTOGRAD)
 
 
 class Ops:

@@ -5,6 +5,8 @@ The functions txops can serve have torch_npu's names, signatures and defaults (t
 =============================================================================================  =====================
 ``npu_interleave_rope(x, cos, sin) -> Tensor``                                                  InterleaveRope
 ``npu_apply_rotary_pos_emb(query, key, cos, sin, layout='BSH', rotary_mode='half')``           ApplyRotaryPosEmbV2
+``npu_rotary_mul(input, r1, r2, rotary_mode='half') -> Tensor``                                RotaryPositionEmbedding
+``npu_rotary_mul_backward(grad, input, r1, r2, rotary_mode='half') -> (dx, dr1, dr2)``          RotaryPositionEmbeddingGrad
 ``npu_chunk_gated_delta_rule(query, key, value, *, beta=None, initial_state=None,``            ChunkGatedDeltaRule
 ``actual_seq_lengths=None, scale=None, g=None) -> (out, final_state)``
 ``npu_recurrent_gated_delta_rule(query, key, value, state, *, beta=None, scale=None,``         RecurrentGatedDeltaRule
@@ -13,8 +15,8 @@ The functions txops can serve have torch_npu's names, signatures and defaults (t
 =============================================================================================  =====================
 
 They run txops on CPU tensors (the formulas, shapes and limits of docs/rope.md and docs/gated_delta_rule.md,
-which are CANN's with wider dtype and size support). Any other ``npu_*`` name (``npu_rotary_mul``,
-``npu_rms_norm``, ``npu_fusion_attention``, ...) raises :class:`NotImplementedInTxops`, a NotImplementedError
+which are CANN's with wider dtype and size support). Any other ``npu_*`` name (``npu_rms_norm``,
+``npu_fusion_attention``, ...) raises :class:`NotImplementedInTxops`, a NotImplementedError
 naming the function (also an AttributeError, so ``hasattr(torch_npu, name)`` is False and feature probes fall
 back; ``from txops.npu import name`` then reports ImportError).
 """
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from . import gdr as _gdr
 from . import rope as _rope
+from . import rotary as _rotary
 
 if TYPE_CHECKING:
     import torch
@@ -90,6 +93,49 @@ def npu_apply_rotary_pos_emb(query: "torch.Tensor", key: "torch.Tensor", cos: "t
     (True, 64.0)
     """
     return _rope.apply_rotary_pos_emb(query, key, cos, sin, layout=layout, rotary_mode=rotary_mode)
+
+
+def npu_rotary_mul(input: "torch.Tensor", r1: "torch.Tensor", r2: "torch.Tensor",
+                   rotary_mode: str = "half") -> "torch.Tensor":
+    """``torch_npu.npu_rotary_mul``: ``input * r1 + rot(input) * r2`` (aclnnRotaryPositionEmbedding).
+
+    Parameters
+    ----------
+    input : torch.Tensor
+        Rank 3 or 4, last dim D even.
+    r1, r2 : torch.Tensor
+        cos and sin, broadcastable to input (each dim 1 or input's, last dim D).
+    rotary_mode : {'half', 'interleave', 'quarter', 'interleave-half'}, default 'half'
+
+    Returns
+    -------
+    torch.Tensor
+        A new tensor of input's shape and dtype (differentiable in input, r1 and r2).
+
+    Examples
+    --------
+    >>> import torch, txops.npu as torch_npu
+    >>> x = torch.arange(4.0).reshape(1, 1, 1, 4)
+    >>> torch_npu.npu_rotary_mul(x, torch.zeros(1, 1, 1, 4), torch.ones(1, 1, 1, 4))
+    tensor([[[[-2., -3.,  0.,  1.]]]])
+    """
+    return _rotary.rotary_position_embedding(input, r1, r2, rotary_mode=rotary_mode)
+
+
+def npu_rotary_mul_backward(grad: "torch.Tensor", input: "torch.Tensor", r1: "torch.Tensor", r2: "torch.Tensor",
+                            rotary_mode: str = "half") -> Tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]:
+    """``torch_npu.npu_rotary_mul_backward``: (d input, d r1, d r2) of :func:`npu_rotary_mul`
+    (aclnnRotaryPositionEmbeddingGrad); d r1 and d r2 are summed over r1's broadcast dims.
+
+    Examples
+    --------
+    >>> import torch, txops.npu as torch_npu
+    >>> x = torch.ones(1, 2, 1, 4)
+    >>> dx, dr1, dr2 = torch_npu.npu_rotary_mul_backward(x, x, torch.ones(1, 1, 1, 4), torch.zeros(1, 1, 1, 4))
+    >>> dr1
+    tensor([[[[2., 2., 2., 2.]]]])
+    """
+    return _rotary.rotary_position_embedding_grad(grad, r1, r2, input, rotary_mode=rotary_mode)
 
 
 def _ones_beta(value):
@@ -193,13 +239,12 @@ def npu_recurrent_gated_delta_rule(query: "torch.Tensor", key: "torch.Tensor", v
                                            g=g, gk=gk, num_accepted_tokens=num_accepted_tokens, scale=scale)
 
 
-SERVED = ("npu_interleave_rope", "npu_apply_rotary_pos_emb", "npu_chunk_gated_delta_rule",
-          "npu_recurrent_gated_delta_rule")
+SERVED = ("npu_interleave_rope", "npu_apply_rotary_pos_emb", "npu_rotary_mul", "npu_rotary_mul_backward",
+          "npu_chunk_gated_delta_rule", "npu_recurrent_gated_delta_rule")
 
 #: torch_npu functions whose operator txops lacks, with what txops has that is closest (for the error message).
 _NEAREST = {
-    "npu_rotary_mul": "txops.inplace_partial_rotary_mul (in place, on a slice) or npu_apply_rotary_pos_emb",
-    "npu_rotary_mul_backward": "txops.inplace_partial_rotary_mul_backward",
+    "npu_rotary_position_embedding": "npu_rotary_mul (the same operator; rotary_mode as a string)",
 }
 
 
