@@ -120,7 +120,47 @@ def build(op, dims, tags, dtype, compiled=False):
             dys = x[..., lo:hi]
             dys.copy_(torch.autograd.grad(y, x_slice, dys, retain_graph=True)[0])
         return backward, f
+    if op == "rotary_position_embedding":  # torch_npu.npu_rotary_mul as its docs write it
+        B, S, N, D = (dims[k] for k in ("B", "S", "N", "D"))
+        x = randu((B, S, N, D), dtype, gen)
+        c, s = cos_sin((B if S == 1 else 1, S, 1, D), dtype, gen)
+        f = wrap(rope_half)
+        return lambda: f(x, c, s), f
+    if op == "rotary_position_embedding_grad":  # autograd of that forward, the backward pass only
+        B, S, N, D = (dims[k] for k in ("B", "S", "N", "D"))
+        with_x = "with_x" in tags
+        x = randu((B, S, N, D), dtype, gen).requires_grad_()
+        c, s = cos_sin((1, S, 1, D), dtype, gen)
+        c.requires_grad_(with_x)
+        s.requires_grad_(with_x)
+        forward = wrap(rope_half)
+        y = forward(x, c, s)
+        dy = randu(y.shape, dtype, gen)
+        inputs = (x, c, s) if with_x else (x,)
+        return lambda: torch.autograd.grad(y, inputs, dy, retain_graph=True), forward
+    if op == "rope_with_sin_cos_cache":  # vLLM's RotaryEmbedding.forward_native (MRotaryEmbedding for mrope)
+        T, Nq, Nk, D, P = (dims[k] for k in ("T", "Nq", "Nk", "D", "P"))
+        mrope = "mrope" in tags
+        positions = torch.randint(0, P, (3, T) if mrope else (T,), generator=gen)
+        q, k = randu((T, Nq * D), dtype, gen), randu((T, Nk * D), dtype, gen)
+        cache = randu((P, D), dtype, gen)
+        f = wrap(lambda positions, q, k, cache: vllm_rope_native(positions, q, k, cache, D, mrope))
+        return lambda: f(positions, q, k, cache), f
     raise ValueError(f"unknown RoPE op {op}")
+
+
+def vllm_rope_native(positions, query, key, cache, head_size, mrope):
+    """vLLM's native (PyTorch) rotary embedding, in place on query and key: neox style, rotary_dim = head_size."""
+    cos_sin = cache[positions]
+    cos, sin = cos_sin.chunk(2, dim=-1)
+    if mrope:  # Qwen2-VL sections [16, 24, 24]: each section's channels from its own position row
+        cos = torch.cat([m[i] for i, m in enumerate(cos.split([16, 24, 24], dim=-1))], dim=-1)
+        sin = torch.cat([m[i] for i, m in enumerate(sin.split([16, 24, 24], dim=-1))], dim=-1)
+    cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
+    for x in (query, key):
+        x3 = x.view(x.shape[0], -1, head_size)
+        x1, x2 = x3.chunk(2, dim=-1)
+        x3.copy_(torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1))
 
 
 def set_txops_threads(n):
@@ -158,6 +198,25 @@ def build_txops(op, dims, tags, dtype):
         c, s = cos_sin((B if S == 1 else 1, 1, S, D), dtype, gen)
         out = torch.empty_like(x)
         return lambda: txops.interleave_rope(x, c, s, out=out)
+    if op in ("rotary_position_embedding", "rotary_position_embedding_grad"):
+        B, S, N, D = (dims[k] for k in ("B", "S", "N", "D"))
+        x = randu((B, S, N, D), dtype, gen)
+        c, s = cos_sin((B if S == 1 else 1, S, 1, D), dtype, gen)
+        if op == "rotary_position_embedding":
+            out = torch.empty_like(x)
+            return lambda: txops.rotary_position_embedding(x, c, s, out=out)
+        dy = randu(x.shape, dtype, gen)
+        with_x = x if "with_x" in tags else None
+        return lambda: txops.rotary_position_embedding_grad(dy, c, s, with_x)
+    if op == "rope_with_sin_cos_cache":
+        T, Nq, Nk, D, P = (dims[k] for k in ("T", "Nq", "Nk", "D", "P"))
+        mrope = "mrope" in tags
+        positions = torch.randint(0, P, (3, T) if mrope else (T,), generator=gen)
+        q, k = randu((T, Nq * D), dtype, gen), randu((T, Nk * D), dtype, gen)
+        cache = randu((P, D), dtype, gen)
+        section = [16, 24, 24] if mrope else None
+        return lambda: txops.rope_with_sin_cos_cache(positions, q, k, cache, D, mrope_section=section, query_out=q,
+                                                     key_out=k)
     B, S, N, D, lo, hi = (dims[k] for k in ("B", "S", "N", "D", "lo", "hi"))
     mode = next(t.split("=", 1)[1] for t in tags if t.startswith("mode="))
     x = randu((B, S, N, D), dtype, gen)

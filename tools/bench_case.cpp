@@ -1,6 +1,6 @@
 // bench_case.cpp — helpers every bench case shares: judging an output against the fp64 reference with the
-// shared tolerance table, turning a failed status into a failed check, and hashing outputs for the
-// thread-count bit-identity check.
+// shared tolerance table, turning a failed status into a failed check, hashing outputs for the thread-count
+// bit-identity check, and the aclTensor / workspace pieces of the two-phase aclnn path.
 #include "bench_case.h"
 
 #include <algorithm>
@@ -47,6 +47,23 @@ uint64_t hash_outputs(const std::vector<TensorView>& views) {
     for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
   }
   return h;
+}
+
+AclView::AclView(const HostTensor& t) {
+  std::vector<int64_t> dims(t.view.shape, t.view.shape + t.view.ndim);
+  tensor_ = aclCreateTensor(dims.data(), dims.size(), static_cast<aclDataType>(t.view.dtype), nullptr, 0,
+                            ACL_FORMAT_ND, dims.data(), dims.size(), t.view.data);
+}
+
+void* Workspace::get(uint64_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (buffer.bytes() < bytes) buffer = Buffer(bytes);
+  return buffer.data();
+}
+
+Status acl_status(aclnnStatus code) {
+  if (code == ACLNN_SUCCESS) return Status();
+  return Status(static_cast<StatusCode>(code), aclGetRecentErrMsg());
 }
 
 }  // namespace bench

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "aclnn/acl_meta.h"
 #include "bench_util.h"
 #include "core/tolerance.h"
 #include "txops/txops.h"
@@ -66,6 +67,7 @@ struct CaseSpec {
 
 // The suites of docs/measurement.md. `quick` shrinks every shape to a CI-smoke size.
 std::vector<CaseSpec> rope_suites(bool quick);  // cases_rope.cpp
+std::vector<CaseSpec> rope_family_suites(bool quick);  // cases_rope_family.cpp
 std::vector<CaseSpec> gdr_suites(bool quick);   // cases_gdr.cpp
 std::vector<CaseSpec> conv_suites(bool quick);  // cases_conv.cpp
 
@@ -77,6 +79,28 @@ void accumulate_check(const char* name, const TensorView& y, const std::vector<d
 CheckResult failed_run(const Status& status);
 // A 64-bit hash of the bytes of contiguous tensors (the thread-count bit-identity check).
 uint64_t hash_outputs(const std::vector<TensorView>& views);
+
+// An aclTensor over a contiguous HostTensor, destroyed with it (the cases' two-phase aclnn path).
+class AclView {
+ public:
+  explicit AclView(const HostTensor& t);
+  ~AclView() { aclDestroyTensor(tensor_); }
+  AclView(const AclView&) = delete;
+  AclView& operator=(const AclView&) = delete;
+  aclTensor* get() const { return tensor_; }
+
+ private:
+  aclTensor* tensor_ = nullptr;
+};
+
+// Grows once, then reused: phase two needs a workspace of the size phase one reported.
+struct Workspace {
+  Buffer buffer;
+  void* get(uint64_t bytes);
+};
+
+// An aclnn status code (and the last error message) as a Status.
+Status acl_status(aclnnStatus code);
 
 }  // namespace bench
 }  // namespace txops

@@ -195,11 +195,13 @@ int run_bench(const BenchOptions& options) {
     }
   }
   std::vector<CaseSpec> all = rope_suites(options.quick);
+  for (CaseSpec& s : rope_family_suites(options.quick)) all.push_back(std::move(s));
   for (CaseSpec& s : gdr_suites(options.quick)) all.push_back(std::move(s));
   for (CaseSpec& s : conv_suites(options.quick)) all.push_back(std::move(s));
   // Table order: suite (as performance.md lists them), op, variant, then dtype (generation order).
   const std::vector<std::string> suite_order = {"llama3-8b-train", "llama3-8b-decode", "deepseek-v3-mla",
-                                                "deepseek-v3-partial", "qwen3-next-prefill", "qwen3-next-decode"};
+                                                "deepseek-v3-partial", "llama3-8b-rotary", "vllm-rope-cache",
+                                                "qwen3-next-prefill", "qwen3-next-decode"};
   auto rank = [&](const CaseSpec& s) {
     return std::find(suite_order.begin(), suite_order.end(), s.suite) - suite_order.begin();
   };

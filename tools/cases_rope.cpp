@@ -17,38 +17,6 @@ namespace bench {
 
 namespace {
 
-// An aclTensor over a contiguous HostTensor, destroyed with it.
-class AclView {
- public:
-  explicit AclView(const HostTensor& t) {
-    std::vector<int64_t> dims(t.view.shape, t.view.shape + t.view.ndim);
-    tensor_ = aclCreateTensor(dims.data(), dims.size(), static_cast<aclDataType>(t.view.dtype), nullptr, 0,
-                              ACL_FORMAT_ND, dims.data(), dims.size(), t.view.data);
-  }
-  ~AclView() { aclDestroyTensor(tensor_); }
-  AclView(const AclView&) = delete;
-  AclView& operator=(const AclView&) = delete;
-  aclTensor* get() const { return tensor_; }
-
- private:
-  aclTensor* tensor_ = nullptr;
-};
-
-// Grows once, then reused: phase two needs a workspace of the size phase one reported.
-struct Workspace {
-  Buffer buffer;
-  void* get(uint64_t bytes) {
-    if (bytes == 0) return nullptr;
-    if (buffer.bytes() < bytes) buffer = Buffer(bytes);
-    return buffer.data();
-  }
-};
-
-Status acl_status(aclnnStatus code) {
-  if (code == ACLNN_SUCCESS) return Status();
-  return Status(static_cast<StatusCode>(code), aclGetRecentErrMsg());
-}
-
 double tensor_bytes(const HostTensor& t) { return static_cast<double>(t.bytes()); }
 
 // ---- ApplyRotaryPosEmbGrad, BSND, half mode; with or without q/k (then gradCos / gradSin too). ----
