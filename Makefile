@@ -102,7 +102,7 @@ test-python: python $(VENV_NP1)/requirements.txt
 
 # make test includes a short fuzz pass: every target for TEST_FUZZ_SECONDS on its seed corpus (the long run is
 # `make fuzz FUZZ_SECONDS=N`, fuzz/README.md).
-TEST_FUZZ_SECONDS ?= 20
+TEST_FUZZ_SECONDS ?= 15
 test: test-san test-python test-cpp test-tsan test-fuzz
 
 # The PyTorch peers (bench/README.md) run in the project venv (torch 2.13 CPU; + transformers, for the eager
@@ -154,7 +154,8 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_PLANT_BUILD ?= build-fuzz-plant
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= interleave_rope inplace_partial_rotary_mul inplace_partial_rotary_mul_grad apply_rotary_pos_emb_v2 \
-                apply_rotary_pos_emb_grad chunk_gated_delta_rule recurrent_gated_delta_rule causal_conv1d runtime
+                apply_rotary_pos_emb_grad chunk_gated_delta_rule recurrent_gated_delta_rule causal_conv1d \
+                rotary_position_embedding rope_with_sin_cos_cache runtime
 FUZZ_APT_PACKAGES := cmake make pkg-config libhwy-dev libomp-dev clang libclang-rt-14-dev
 FUZZ_CMAKE := $(SAN_FLAGS) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
               -DTXOPS_BUILD_FUZZERS=ON -DTXOPS_BUILD_TESTS=OFF -DTXOPS_BUILD_TOOLS=OFF -DTXOPS_BUILD_PYTHON=OFF

@@ -24,6 +24,8 @@ TXFUZZ_DECLARE(apply_rotary_pos_emb_grad)
 TXFUZZ_DECLARE(chunk_gated_delta_rule)
 TXFUZZ_DECLARE(recurrent_gated_delta_rule)
 TXFUZZ_DECLARE(causal_conv1d)
+TXFUZZ_DECLARE(rotary_position_embedding)
+TXFUZZ_DECLARE(rope_with_sin_cos_cache)
 TXFUZZ_DECLARE(runtime)
 
 namespace {
@@ -191,6 +193,30 @@ std::vector<Target> targets() {
            {"update_varlen_spec", {{"op.update", {1}}, {"shape.spec", {1}}, {"shape.varlen", {1}}, {"shape.B", {1}},
                                    {"lens.len", {2, 3}}, {"shape.extra_state", {3}}, {"perv.n", {1, 2}}}},
            {"bad_repeat", {{"shape.B", {1}}, {"idxv.kind", {2}}}},
+       }},
+      {"rotary_position_embedding", txfuzz_body_rotary_position_embedding,
+       {
+           {"v1_half", {}},
+           {"v1_broadcast_bf16", {{"shape.B", {3}}, {"shape.C", {2}}, {"cosdim.full", {0, 1, 1}}, {"dtype.x", {2}}}},
+           {"v2_rotate", {{"op.which", {1}}, {"shape.D", {4}}, {"shape.B", {2}}}},
+           {"grad_with_x", {{"op.which", {2}}, {"shape.B", {2}}, {"shape.A", {1}}, {"cosdim.full", {1, 0, 1}},
+                            {"attr.mode", {2}}, {"cfg.threads", {1}}}},
+           {"grad_placeholders", {{"op.which", {2}}, {"xopt.absent", {1}}, {"dcs.empty", {1}}, {"attr.mode", {1}}}},
+           {"rank3_inplace_ihalf", {{"shape.rank3", {1}}, {"attr.mode", {3}}, {"out.alias", {1}}, {"shape.A", {3}},
+                                    {"shape.B", {2}}, {"cosdim.drop", {1}}}},
+           {"bad_mode", {{"attr.mode", {5}}}},
+       }},
+      {"rope_with_sin_cos_cache", txfuzz_body_rope_with_sin_cos_cache,
+       {
+           {"rope_neox", {{"shape.T", {3}}, {"shape.max_pos", {7}}, {"posv.p", {3, 0, 7, 2}}}},
+           {"partial_gptj_v2", {{"op.v2", {1}}, {"shape.pass", {16}}, {"attr.gptj", {1}}, {"shape.Nk", {2}},
+                                {"shape.T", {4}}, {"shape.max_pos", {9}}, {"dtype.x", {2}}}},
+           {"mrope", {{"attr.mrope", {1}}, {"sec.take", {8, 12}}, {"shape.T", {2}}, {"shape.max_pos", {5}}}},
+           {"mrope_interleaved", {{"op.v2", {1}}, {"attr.mrope", {1}}, {"sec.take", {10, 11}}, {"attr.cache_mode", {1}},
+                                  {"shape.T", {3}}, {"shape.max_pos", {4}}}},
+           {"bad_position", {{"posv.break", {1}}, {"shape.T", {2}}, {"shape.max_pos", {3}}}},
+           {"in_place_i32", {{"qo.alias", {1}}, {"ko.alias", {1}}, {"dtype.pos_i32", {1}}, {"shape.T", {5}},
+                             {"shape.max_pos", {3}}, {"cfg.threads", {2}}}},
        }},
       {"runtime", txfuzz_body_runtime,
        {

@@ -1,7 +1,7 @@
 // rope_adjoint_test.cpp — every RoPE backward is the exact adjoint of its forward, checked with the txops fast ops
 // alone (no reference): <dy, f(x)> == <f^T(dy), x> in double, to fp32 rounding relative to sum |dy*f(x)|. For
 // ApplyRotaryPosEmbGrad also gradCos / gradSin: the forward is linear in cos and sin, so <Gq, f(q)> + <Gk, f(k)> ==
-// <gradCos, cos> + <gradSin, sin>. Once per ISA (those this CPU lacks are SKIPPED, named).
+// <gradCos, cos> + <gradSin, sin>, and the same for RotaryPositionEmbeddingGrad's dcos / dsin. Once per ISA (those this CPU lacks are SKIPPED, named).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,6 +95,45 @@ TEST_P(RopeAdjointOnIsa, ApplyRotaryPosEmbGradIncludingCosAndSin) {
         // f(q) is rounded to q's dtype, gradCos/gradSin (fp32) are not: the bound is q's dtype's.
         EXPECT_LE(std::fabs(out_dot - cos_sin_dot), relative_bound(dtype) * scale)
             << what << ": <G, f(x)> = " << out_dot << ", <gradCos, cos> + <gradSin, sin> = " << cos_sin_dot;
+      }
+    }
+  }
+}
+
+// RotaryPositionEmbeddingGrad with x: <dy, f(x)> == <dx, x> == <dcos, cos> + <dsin, sin>, every mode, cos broadcast
+// over two dims and of lower rank (the reduction covers the broadcast rows).
+TEST_P(RopeAdjointOnIsa, RotaryPositionEmbeddingGradIncludingCosAndSin) {
+  std::mt19937 rng(13);
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (RotaryMode mode : all_rotary_modes()) {
+      for (const std::vector<int64_t>& cos_shape : {std::vector<int64_t>{1, 4, 1, 40}, std::vector<int64_t>{3, 40}}) {
+        const std::vector<int64_t> x_shape = {2, 4, 3, 40};
+        GuardedTensor x(&rng, dtype, x_shape, ViewStyle::kPadded);
+        GuardedTensor dy(&rng, dtype, x_shape, ViewStyle::kOffset);
+        GuardedTensor cos(&rng, DType::kF32, cos_shape, ViewStyle::kContiguous, -1, 1);
+        GuardedTensor sin(&rng, DType::kF32, cos_shape, ViewStyle::kContiguous, -1, 1);
+        GuardedTensor y(&rng, dtype, x_shape, ViewStyle::kContiguous);
+        GuardedTensor dx(&rng, dtype, x_shape, ViewStyle::kLastStride2);
+        GuardedTensor dcos(&rng, DType::kF32, cos_shape, ViewStyle::kContiguous);
+        GuardedTensor dsin(&rng, DType::kF32, cos_shape, ViewStyle::kContiguous);
+        forget_plan();
+        ASSERT_TRUE(rotary_position_embedding(x.view(), cos.view(), sin.view(), mode, y.view()).ok());
+        EXPECT_TRUE(planned_on(isa()));
+        forget_plan();
+        ASSERT_TRUE(rotary_position_embedding_grad(dy.view(), cos.view(), sin.view(), x.ptr(), mode, dx.view(),
+                                                   dcos.ptr(), dsin.ptr())
+                        .ok());
+        EXPECT_TRUE(planned_on(isa()));
+        const std::vector<double> G = dy.values(), fx = y.values();
+        const double out_dot = dot(G, fx), scale = abs_dot(G, fx);
+        const double in_dot = dot(dx.values(), x.values());
+        const double cos_sin_dot = dot(dcos.values(), cos.values()) + dot(dsin.values(), sin.values());
+        const std::string what = std::string(rotary_mode_name(mode)) + " " + dtype_name(dtype) + " cos rank " +
+                                 std::to_string(cos_shape.size()) + " isa " + isa_name(isa());
+        EXPECT_LE(std::fabs(out_dot - in_dot), relative_bound(dtype) * scale)
+            << what << ": <dy, f(x)> = " << out_dot << ", <dx, x> = " << in_dot;
+        EXPECT_LE(std::fabs(out_dot - cos_sin_dot), relative_bound(dtype) * scale)
+            << what << ": <dy, f(x)> = " << out_dot << ", <dcos, cos> + <dsin, sin> = " << cos_sin_dot;
       }
     }
   }

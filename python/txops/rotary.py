@@ -207,10 +207,9 @@ def rotary_embedding(positions: Array, query: Array, key: Optional[Array], head_
     flat_positions = positions.reshape(tokens)
     flat_query = _token_rows(query, tokens, "query")
     flat_key = _token_rows(key, tokens, "key") if key is not None else zeros((tokens, 0), query.dtype, query)
+    # (the views share their bases' version counters: the writes are recorded on query and key)
     rope_with_sin_cos_cache(flat_positions, flat_query, flat_key, cos_sin_cache, head_size, is_neox_style=is_neox,
                             query_out=flat_query, key_out=flat_key)
-    if flat_query is not query or (key is not None and flat_key is not key):
-        written(*(t for t in (query, key) if t is not None))
 
 
 def _token_rows(x, tokens, param):

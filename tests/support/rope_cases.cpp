@@ -17,7 +17,6 @@ std::string dtypes(DType x, DType cs) { return std::string(dtype_name(x)) + "/" 
 
 }  // namespace
 
-
 // Checks one output view against its reference under a tolerance row; "" when it passes.
 std::string check_output(const char* name, const TensorView& y, const std::vector<double>& ref, const char* row) {
   const CompareReport r = compare_with_reference(y, ref, tolerance_for(row, y.dtype));
@@ -57,7 +56,6 @@ void append_bits(std::vector<uint64_t>* bits, const TensorView& v) {
   const std::vector<uint64_t> b = element_bits(v);
   bits->insert(bits->end(), b.begin(), b.end());
 }
-
 
 bool FailureBudget::check(const std::string& error, const std::string& what) {
   if (error.empty()) return true;
