@@ -130,7 +130,7 @@ def build(op, dims, tags, dtype, compiled=False):
         B, S, N, D = (dims[k] for k in ("B", "S", "N", "D"))
         with_x = "with_x" in tags
         x = randu((B, S, N, D), dtype, gen).requires_grad_()
-        c, s = cos_sin((1, S, 1, D), dtype, gen)
+        c, s = cos_sin((B if S == 1 else 1, S, 1, D), dtype, gen)
         c.requires_grad_(with_x)
         s.requires_grad_(with_x)
         forward = wrap(rope_half)

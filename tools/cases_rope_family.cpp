@@ -1,6 +1,6 @@
 // cases_rope_family.cpp — bench cases of CANN's general RoPE operators: llama3-8b-rotary
-// (RotaryPositionEmbedding prefill / decode, BSND half mode, cos (B or 1, S, 1, D); its Grad on the prefill shape
-// with and without x) and vllm-rope-cache (RopeWithSinCosCache in place on query and key as vLLM calls it: decode
+// (RotaryPositionEmbedding and its Grad with and without x, prefill and decode, BSND half mode, cos (B or 1, S,
+// 1, D): B for decode) and vllm-rope-cache (RopeWithSinCosCache in place on query and key as vLLM calls it: decode
 // 256 tokens, prefill 8192 tokens, a Qwen2-VL mrope prefill; Nq 32 / Nk 8 (mrope 28 / 4), head 128, a cache of
 // 32768 positions), each in bf16, fp16 and fp32.
 // Bytes counted (each tensor once): inputs at their own (broadcast) size plus outputs; in place, the updated tensor
@@ -168,17 +168,23 @@ std::vector<CaseSpec> rope_family_suites(bool quick) {
       };
       specs.push_back(s);
     }
-    for (const char* variant : {"with_x", "no_x"}) {
-      CaseSpec s;
-      s.suite = "llama3-8b-rotary";
-      s.op = "rotary_position_embedding_grad";
-      s.variant = variant;
-      s.dtype = dt;
-      s.dims = quick ? Dims{{"B", 1}, {"S", 64}, {"N", 4}, {"D", 128}} : Dims{{"B", 1}, {"S", 8192}, {"N", 32}, {"D", 128}};
-      s.make = [](const CaseSpec& spec, const Dims& dims) {
-        return std::unique_ptr<BenchCase>(new RotaryCase(spec, dims, true));
-      };
-      specs.push_back(s);
+    for (int prefill = 0; prefill < 2; ++prefill) {
+      for (const char* variant : {"with_x", "no_x"}) {
+        CaseSpec s;
+        s.suite = "llama3-8b-rotary";
+        s.op = "rotary_position_embedding_grad";
+        s.variant = variant;
+        s.dtype = dt;
+        if (prefill) {
+          s.dims = quick ? Dims{{"B", 1}, {"S", 64}, {"N", 4}, {"D", 128}} : Dims{{"B", 1}, {"S", 8192}, {"N", 32}, {"D", 128}};
+        } else {
+          s.dims = quick ? Dims{{"B", 4}, {"S", 1}, {"N", 4}, {"D", 128}} : Dims{{"B", 64}, {"S", 1}, {"N", 32}, {"D", 128}};
+        }
+        s.make = [](const CaseSpec& spec, const Dims& dims) {
+          return std::unique_ptr<BenchCase>(new RotaryCase(spec, dims, true));
+        };
+        specs.push_back(s);
+      }
     }
     for (const char* variant : {"decode", "prefill", "mrope"}) {
       CaseSpec s;
