@@ -1,4 +1,5 @@
-// eager_gate.cpp — the gate of the plain-eager fast path (see eager_gate.h) and the version-counter bump.
+// eager_gate.cpp — the gate of the plain-eager fast path (see eager_gate.h), the version-counter bump and the
+// entries' argument readers.
 #include "eager_gate.h"
 
 #include <string>
@@ -97,6 +98,28 @@ int eager_mark_written(PyObject* const* args, std::initializer_list<int> written
   if (result == nullptr) return -1;
   Py_DECREF(result);
   return 0;
+}
+
+int int_arg(PyObject* object) {
+  const long long value = PyLong_AsLongLong(object);
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (value < INT32_MIN || value > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, ("an operator code must fit int32, got " + std::to_string(value)).c_str());
+    throw py::error_already_set();
+  }
+  return static_cast<int>(value);
+}
+
+int64_t int64_arg(PyObject* object) {
+  const long long value = PyLong_AsLongLong(object);
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return value;
+}
+
+float float_arg(PyObject* object) {
+  const double value = PyFloat_AsDouble(object);
+  if (value == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return static_cast<float>(value);
 }
 
 }  // namespace txops_python

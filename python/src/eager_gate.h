@@ -11,6 +11,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <initializer_list>
 
 namespace txops_python {
@@ -35,6 +36,12 @@ int eager_gate(PyObject* const* args, Py_ssize_t nargs);
 template <typename Call>
 PyObject* eager_call(const char* name, PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected,
                      std::initializer_list<int> written, Call&& call);
+
+// Argument readers of the entries' bodies: a Python int (within int32 for int_arg: an operator code; the
+// operator checks the value itself) or float; a Python exception is thrown (py::error_already_set) otherwise.
+int int_arg(PyObject* object);
+int64_t int64_arg(PyObject* object);
+float float_arg(PyObject* object);
 
 // Implementation details of eager_call.
 PyObject* eager_wrong_count(const char* name, Py_ssize_t nargs, Py_ssize_t expected);

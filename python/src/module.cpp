@@ -20,6 +20,9 @@
 
 namespace py = pybind11;
 using txops_python::eager_call;
+using txops_python::float_arg;
+using txops_python::int64_arg;
+using txops_python::int_arg;
 using txops_python::ImportedTensors;
 using txops_python::raise_status;
 
@@ -193,29 +196,6 @@ void causal_conv1d_update(py::handle x, py::handle weight, py::handle conv_state
 // ---- the plain-eager fast path: METH_FASTCALL entries over the bindings above (eager_gate.h) -------------
 // Positional arguments as the bindings take them; True when the call ran, False when the gate sent it back to
 // the Python wrapper's general path.
-
-// An int argument of an entry (Python int, within int32; the operator checks the value itself).
-int int_arg(PyObject* object) {
-  const long long value = PyLong_AsLongLong(object);
-  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
-  if (value < INT32_MIN || value > INT32_MAX) {
-    PyErr_SetString(PyExc_OverflowError, ("an operator code must fit int32, got " + std::to_string(value)).c_str());
-    throw py::error_already_set();
-  }
-  return static_cast<int>(value);
-}
-
-int64_t int64_arg(PyObject* object) {
-  const long long value = PyLong_AsLongLong(object);
-  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
-  return value;
-}
-
-float float_arg(PyObject* object) {
-  const double value = PyFloat_AsDouble(object);
-  if (value == -1.0 && PyErr_Occurred()) throw py::error_already_set();
-  return static_cast<float>(value);
-}
 
 PyObject* eager_interleave_rope(PyObject*, PyObject* const* a, Py_ssize_t n) {
   return eager_call("_eager_interleave_rope", a, n, 4, {3}, [&] { interleave_rope(a[0], a[1], a[2], a[3]); });

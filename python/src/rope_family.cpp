@@ -1,6 +1,7 @@
 // rope_family.cpp — bindings of txops::rotary_position_embedding(_grad) and txops::rope_with_sin_cos_cache over
 // DLPack tensors (tensor_import.h), used in place; the GIL is released while the operator runs and a failed
-// Status becomes a Python exception with txops' message (raise_status).
+// Status becomes a Python exception with txops' message (raise_status). The forward and the cache op also get
+// plain-eager entries (eager_gate.h): the cache op is called once per layer and decode step (vLLM).
 #include "rope_family.h"
 
 #include <pybind11/stl.h>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "eager_gate.h"
 #include "tensor_import.h"
 #include "txops/txops.h"
 
@@ -68,6 +70,30 @@ void rope_with_sin_cos_cache(py::handle positions, py::handle query, py::handle 
   });
 }
 
+PyObject* eager_rotary_position_embedding(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  return eager_call("_eager_rotary_position_embedding", a, n, 6, {4},
+                    [&] { rotary_position_embedding(a[0], a[1], a[2], int_arg(a[3]), a[4], a[5]); });
+}
+
+// Rope mode only: an mrope section (a list) never passes the gate, and an int in its place is sent back too.
+PyObject* eager_rope_with_sin_cos_cache(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  if (n == 10 && a[4] != Py_None) Py_RETURN_FALSE;
+  return eager_call("_eager_rope_with_sin_cos_cache", a, n, 10, {8, 9}, [&] {
+    rope_with_sin_cos_cache(a[0], a[1], a[2], a[3], std::nullopt, int64_arg(a[5]), int_arg(a[6]) != 0,
+                            int64_arg(a[7]), a[8], a[9]);
+  });
+}
+
+PyMethodDef g_entries[] = {
+    {"_eager_rotary_position_embedding",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&eager_rotary_position_embedding)), METH_FASTCALL,
+     "Plain-eager fast path of rotary_position_embedding (positional arguments as the binding): True when it ran."},
+    {"_eager_rope_with_sin_cos_cache",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&eager_rope_with_sin_cos_cache)), METH_FASTCALL,
+     "Plain-eager fast path of rope_with_sin_cos_cache (rope mode; is_neox_style as 0 / 1): True when it ran."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 }  // namespace
 
 void bind_rope_family(py::module_& m) {
@@ -79,6 +105,7 @@ void bind_rope_family(py::module_& m) {
   m.def("rope_with_sin_cos_cache", &rope_with_sin_cos_cache, arg("positions"), arg("query"), arg("key"),
         arg("cos_sin_cache"), arg("mrope_section").none(true), arg("head_size"), arg("is_neox_style"),
         arg("cache_mode"), arg("query_out"), arg("key_out"));
+  if (PyModule_AddFunctions(m.ptr(), g_entries) != 0) throw py::error_already_set();
 }
 
 }  // namespace txops_python

@@ -93,6 +93,29 @@ def test_recurrent_entry_matches_the_general_path():
     assert (pool_fast._version, out_fast._version) == (versions[0] + 1, versions[1] + 1)
 
 
+def test_rotary_family_entries_match_the_general_path():
+    x, cos, sin = rope_case()
+    fast, general = torch.empty_like(x), torch.empty_like(x)
+    version = fast._version
+    assert _txops._eager_rotary_position_embedding(x, cos, sin, 3, fast, None) is True
+    _txops.rotary_position_embedding(x, cos, sin, 3, general, None)
+    assert torch.equal(fast, general) and fast._version == version + 1
+    gen = torch.Generator().manual_seed(3)
+    positions = torch.tensor([5, 0, 5, 2])
+    q, k, cache = torch.randn(4, 64, generator=gen), torch.randn(4, 32, generator=gen), torch.randn(6, 32, generator=gen)
+    qf, kf, qg, kg = q.clone(), k.clone(), q.clone(), k.clone()
+    versions = qf._version, kf._version
+    assert _txops._eager_rope_with_sin_cos_cache(positions, qf, kf, cache, None, 32, 0, 0, qf, kf) is True
+    _txops.rope_with_sin_cos_cache(positions, qg, kg, cache, None, 32, False, 0, qg, kg)
+    assert torch.equal(qf, qg) and torch.equal(kf, kg)
+    assert (qf._version, kf._version) == (versions[0] + 1, versions[1] + 1)
+    # mrope sections (a list, or anything in its place) and bools go back to the general path, untouched
+    assert _txops._eager_rope_with_sin_cos_cache(positions, qf, kf, cache, [2, 3, 3], 32, 1, 0, qf, kf) is False
+    assert _txops._eager_rope_with_sin_cos_cache(positions, qf, kf, cache, 3, 32, 1, 0, qf, kf) is False
+    assert _txops._eager_rope_with_sin_cos_cache(positions, qf, kf, cache, None, 32, True, 0, qf, kf) is False
+    assert torch.equal(qf, qg)
+
+
 class RecordingMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -153,11 +176,11 @@ def test_no_reference_leaks_on_success_or_failure():
 
 def test_public_wrappers_take_the_fast_path(monkeypatch):
     """With plain tensors the wrappers never reach their Python dispatch decision (torch_ops)."""
-    from txops import gdr, rope
+    from txops import gdr, rope, rotary
 
     def not_here(*args):
         raise AssertionError("the general path was taken")
-    for module in (rope, gdr):
+    for module in (rope, gdr, rotary):
         monkeypatch.setattr(module, "torch_ops", not_here)
         monkeypatch.setattr(module, "traced_torch_ops", not_here)
     x, cos, sin = rope_case()
@@ -174,6 +197,12 @@ def test_public_wrappers_take_the_fast_path(monkeypatch):
     dq, dk, dv, beta, pool, lengths, slots, g = decode_case()
     step = torch.empty_like(dv)
     assert txops.recurrent_gated_delta_rule(dq, dk, dv, beta, pool, lengths, slots, g=g, out=step) is step
+    rotated = torch.empty_like(x)
+    assert txops.rotary_position_embedding(x, cos, sin, out=rotated) is rotated
+    qc, kc = torch.randn(3, 64), torch.randn(3, 32)
+    cache = torch.randn(4, 32)
+    assert txops.rope_with_sin_cos_cache(torch.tensor([0, 3, 1]), qc, kc, cache, 32, query_out=qc, key_out=kc)[0] is qc
+    assert txops.rotary_embedding(torch.tensor([0, 3, 1]), qc, kc, 32, cache, True) is None
     # the general path still answers what the gate refuses
     monkeypatch.undo()
     with pytest.raises(RuntimeError, match="requires grad"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple, TypeVar
 
+from . import _arrays
 from . import _txops as _C
 from ._arrays import (empty, export, export_output, grad_needed, is_torch, refuse_autograd, torch_ops,
                       traced_torch_ops, written, zeros)
@@ -52,6 +53,9 @@ def rotary_position_embedding(x: Array, cos: Array, sin: Array, *, rotary_mode: 
     array([[[[-2., -3.,  0.,  1.]]]], dtype=float32)
     """
     mode = rotary_mode_code(rotary_mode)
+    if out is not None and not _arrays.compiling() and _C._eager_rotary_position_embedding(x, cos, sin, mode, out,
+                                                                                          rotate):
+        return out  # the plain-eager fast path (plain torch tensors, nothing to record)
     ops = torch_ops(x, cos, sin)
     if ops is None:
         target = empty(x.shape, x.dtype, x) if out is None else out
@@ -150,6 +154,10 @@ def rope_with_sin_cos_cache(positions: Array, query: Array, key: Array, cos_sin_
     array([[ 1.,  1.,  1.,  1.],
            [-1., -1.,  1.,  1.]], dtype=float32)
     """
+    if (query_out is not None and key_out is not None and mrope_section is None and not _arrays.compiling()
+            and _C._eager_rope_with_sin_cos_cache(positions, query, key, cos_sin_cache, None, head_size,
+                                                  1 if is_neox_style else 0, cache_mode, query_out, key_out)):
+        return query_out, key_out  # the plain-eager fast path (vLLM's per-layer decode call)
     refuse_autograd("rope_with_sin_cos_cache", query=query, key=key, cos_sin_cache=cos_sin_cache)
     section = None if mrope_section is None else [int(v) for v in mrope_section]
     ops = traced_torch_ops(query)
@@ -201,6 +209,11 @@ def rotary_embedding(positions: Array, query: Array, key: Optional[Array], head_
     >>> q
     array([[-1., -1.,  1.,  1.]], dtype=float32)
     """
+    if (key is not None and len(positions.shape) == 1 and len(query.shape) == 2 and len(key.shape) == 2
+            and not _arrays.compiling()
+            and _C._eager_rope_with_sin_cos_cache(positions, query, key, cos_sin_cache, None, head_size,
+                                                  1 if is_neox else 0, 0, query, key)):
+        return None
     tokens = 1
     for n in positions.shape:
         tokens *= int(n)
