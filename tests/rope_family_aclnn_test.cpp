@@ -2,10 +2,12 @@
 // matrix), aclnnRotaryPositionEmbeddingGrad (with and without xOptional, empty dcos/dsin placeholders as CANN's
 // example passes them), aclnnApplyRotaryPosEmb (V1) and aclnnRopeWithSinCosCache (V1, V2 with an mropeSection
 // aclIntArray): aclCreateTensor views, phase one then phase two, results against the fp64 reference; the codes
-// of null required arguments.
+// of null required arguments; positions outside the cache refused in phase one, and by a run they changed before.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "aclnnop/aclnn_apply_rotary_pos_emb.h"
@@ -192,6 +194,25 @@ TEST(RopeFamilyAclnn, RopeWithSinCosCacheV1AndV2) {
   EXPECT_EQ(aclnnRopeWithSinCosCacheGetWorkspaceSize(nullptr, qt.get(), kt.get(), ct.get(), nullptr, head, true,
                                                      qo.acl(), ko.acl(), &ws, &exec),
             161001);
+  // Positions are host-visible integers: phase one refuses one outside the cache (no executor is made) ...
+  pos[3] = 9;
+  EXPECT_EQ(aclnnRopeWithSinCosCacheGetWorkspaceSize(pt.get(), qt.get(), kt.get(), ct.get(), nullptr, head, false,
+                                                     qo.acl(), ko.acl(), &ws, &exec),
+            161002);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("positions values must be in [0, 9) (cosSinCache dim 0), got 9 at positions[3]"),
+            std::string::npos)
+      << aclGetRecentErrMsg();
+  // ... and a run whose positions were changed after phase one refuses them before writing anything.
+  pos[3] = 3;
+  ASSERT_EQ(aclnnRopeWithSinCosCacheGetWorkspaceSize(pt.get(), qt.get(), kt.get(), ct.get(), nullptr, head, false,
+                                                     qo.acl(), ko.acl(), &ws, &exec),
+            0);
+  pos[3] = -5;
+  const std::vector<uint16_t> before(static_cast<const uint16_t*>(qo.view().data),
+                                     static_cast<const uint16_t*>(qo.view().data) + qo.view().numel());
+  std::vector<uint8_t> workspace(ws + 64);
+  EXPECT_EQ(aclnnRopeWithSinCosCache(workspace.data(), ws, exec, nullptr), 161002);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), static_cast<const uint16_t*>(qo.view().data)));
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // arithmetic) into full-width rows in an L1 buffer, then hands the block's query heads, then its key heads, to
 // the RoPE row kernel as one row stream (token rows stepping through the buffer, heads broadcasting over it).
 // The rotation is therefore exactly the row kernels' (bit-identical across ISAs and thread counts); every
-// position is checked before any output is written.
+// position is checked before any output is written (in phase one, and again when the op runs).
 #include "ops/rope/cache_rows.h"
 
 #include <algorithm>
@@ -112,7 +112,7 @@ void run_tokens(const CacheJob& job, int64_t begin, int64_t end) {
 
 }  // namespace
 
-Status run_cache_rows(const CacheJob& job) {
+Status check_positions(const CacheJob& job) {
   const int rows = job.sections == 0 ? 1 : job.sections;
   for (int r = 0; r < rows; ++r) {
     for (int64_t t = 0; t < job.tokens; ++t) {
@@ -123,6 +123,12 @@ Status run_cache_rows(const CacheJob& job) {
                   "positions%s", static_cast<long long>(job.max_positions), static_cast<long long>(p), at.c_str());
     }
   }
+  return Status();
+}
+
+Status run_cache_rows(const CacheJob& job) {
+  Status checked = check_positions(job);  // again: the caller may have changed them since phase one
+  if (!checked.ok()) return checked;
   const bool wide = dtype_size(job.config.cs_dtype) == 4;
   parallel_for(job.threads, job.tokens, [&](int64_t begin, int64_t end) {
     if (wide) {

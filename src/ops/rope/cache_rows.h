@@ -48,8 +48,10 @@ struct CacheJob {
   int threads = 1;
 };
 
-// Checks every position against the cache (161002 naming the first bad one) before anything is written, then
-// rotates every token.
+// Every position in [0, max_positions), else 161002 naming the first bad one. Positions are host-visible
+// integers (docs/api.md): phase one checks them, and the run checks them again before it writes anything.
+Status check_positions(const CacheJob& job);
+// check_positions, then every token rotated.
 Status run_cache_rows(const CacheJob& job);
 
 }  // namespace rope

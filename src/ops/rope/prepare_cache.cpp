@@ -2,8 +2,8 @@
 // rotary_embedding, with the mrope mode of the Qwen-VL models): the rules of docs/rope.md in order (one check,
 // one code, one message each), then the token plan run by cache_rows.cpp.
 // Codes (CANN's table): null data 161001; dtypes, cacheMode and output views 161002; shapes, headSize and
-// mropeSection 561002; rotary dim larger than headSize 361001. Positions are checked against the cache when the
-// op runs (they are data): 161002 from phase two, before anything is written.
+// mropeSection 561002; rotary dim larger than headSize 361001; positions outside the cache 161002 (host-visible
+// integers, read here as the gated delta rule's indices are; the run checks them again before it writes).
 #include <cstdio>
 #include <string>
 
@@ -201,6 +201,7 @@ Status prepare_rope_with_sin_cos_cache(const TensorView& positions, const Tensor
   job.cache_step = cache.strides[1];
   fill_side(query, query_out, head_size, rotary_dim, &job.sides[0]);
   fill_side(key, key_out, head_size, rotary_dim, &job.sides[1]);
+  ROPE_CHECK(check_positions(job));
   const bool in_place = same_view(query, query_out) && same_view(key, key_out);
   const uint64_t out_bytes = in_place ? 0 : static_cast<uint64_t>(query_out.numel() + key_out.numel()) *
                                                 dtype_size(query.dtype);
