@@ -34,11 +34,10 @@ struct CacheJob {
   DType positions_dtype = DType::kI64;
   int64_t positions_row_stride = 0, positions_token_stride = 1;
   int sections = 0;  // 0: rope mode; 3 or 4: mrope
-  // mrope channel -> position row, over the rotary_dim / 2 cos channels: contiguous sections (cache_mode 0),
-  // or interleaved (cache_mode 1): channel j with j % 3 == r (r = 1, 2) and j < 3 * section[r] uses row r.
-  int64_t section[kMaxMropeSections] = {};
-  bool interleaved = false;
-  uint8_t channel_row[kMaxWidth / 2] = {};  // the position row each cos channel takes (from the two above)
+  // The position row each of the rotary_dim / 2 cos channels takes: 0 in rope mode; in mrope, contiguous
+  // sections (cache_mode 0) or interleaved (cache_mode 1: channel j with j % 3 == r, r = 1, 2, and
+  // j < 3 * section[r] uses row r). Filled by prepare_cache.cpp.
+  uint8_t channel_row[kMaxWidth / 2] = {};
   // cache (max_positions, rotary_dim): cos then sin, rotary_dim / 2 each
   const void* cache = nullptr;
   int64_t max_positions = 0;

@@ -79,18 +79,6 @@ static Status check_mode(RotaryMode mode, const char* name, bool grad) {
   return fail(kInvalid, "%s must be half, interleave or quarter, got %s", name, rotary_mode_name(mode));
 }
 
-// cos/sin dtype: the activation's, or fp32 (txops); CANN: one dtype for all tensors.
-static Status check_cos_dtype(const TensorView& cos, const TensorView& q, const char* q_name) {
-  ROPE_CHECK(check_float_dtype(cos, "cos"));
-  if (cos.dtype == q.dtype) return Status();
-  if (compat_mode() == Compat::kCann || cos.dtype != DType::kF32) {
-    if (compat_mode() == Compat::kCann) return check_dtype_equals(cos, "cos", q.dtype, q_name);
-    return fail(kInvalid, "cos dtype must be fp32 or equal %s dtype (%s), got %s", q_name, dtype_name(q.dtype),
-                dtype_name(cos.dtype));
-  }
-  return Status();
-}
-
 static Status check_width_multiple(int64_t width, const char* what, RotaryMode mode) {
   if (mode != RotaryMode::kQuarter || width % 4 == 0) return Status();
   return fail(kInvalid, "%s must be a multiple of 4 for rotaryMode quarter, got %lld", what,
@@ -108,7 +96,7 @@ Status prepare_apply_rotary_pos_emb(const TensorView& query, const TensorView& k
   ROPE_CHECK(check_mode(mode, "rotaryMode", false));
   ROPE_CHECK(check_float_dtype(query, "queryRef"));
   ROPE_CHECK(check_dtype_equals(key, "keyRef", query.dtype, "queryRef"));
-  ROPE_CHECK(check_cos_dtype(cos, query, "queryRef"));
+  ROPE_CHECK(check_cos_dtype(cos, "cos", query, "queryRef"));
   ROPE_CHECK(check_dtype_equals(sin, "sin", cos.dtype, "cos"));
   ROPE_CHECK(check_rank(query, "queryRef", dims.rank, kInvalid));
   const int last = dims.rank - 1;
@@ -197,7 +185,7 @@ Status prepare_apply_rotary_pos_emb_grad(const TensorView& grad_query_embed, con
   // dtypes: activations one dtype; cos/sin (and their grads) that dtype or fp32
   ROPE_CHECK(check_float_dtype(dqe, "gradQueryEmbed"));
   ROPE_CHECK(check_dtype_equals(dke, "gradKeyEmbed", dqe.dtype, "gradQueryEmbed"));
-  ROPE_CHECK(check_cos_dtype(cos, dqe, "gradQueryEmbed"));
+  ROPE_CHECK(check_cos_dtype(cos, "cos", dqe, "gradQueryEmbed"));
   ROPE_CHECK(check_dtype_equals(sin, "sin", cos.dtype, "cos"));
   ROPE_CHECK(check_dtype_equals(grad_query, "gradQueryOut", dqe.dtype, "gradQueryEmbed"));
   ROPE_CHECK(check_dtype_equals(grad_key, "gradKeyOut", dqe.dtype, "gradQueryEmbed"));

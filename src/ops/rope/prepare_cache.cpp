@@ -182,17 +182,13 @@ Status prepare_rope_with_sin_cos_cache(const TensorView& positions, const Tensor
   job.positions_token_stride = positions.strides[positions.ndim - 1];
   job.positions_row_stride = mrope ? positions.strides[0] : 0;
   job.sections = mrope ? static_cast<int>(section_count) : 0;
-  job.interleaved = mrope && cache_mode == 1;
-  int64_t end = 0;
-  for (int r = 0; r < job.sections; ++r) job.section[r] = section[r];
-  for (int64_t k = 0; k < rotary_dim / 2; ++k) {
-    int row = 0;
-    if (job.interleaved) {
-      row = (k % 3 == 1 && k < 3 * job.section[1]) ? 1 : (k % 3 == 2 && k < 3 * job.section[2]) ? 2 : 0;
-    } else if (mrope) {
-      end = 0;
-      while (row < job.sections - 1 && k >= end + job.section[row]) end += job.section[row++];
+  const bool interleaved = mrope && cache_mode == 1;
+  for (int64_t k = 0, row = 0, row_end = mrope ? section[0] : rotary_dim / 2; k < rotary_dim / 2; ++k) {
+    if (interleaved) {
+      job.channel_row[k] = (k % 3 == 1 && k < 3 * section[1]) ? 1 : (k % 3 == 2 && k < 3 * section[2]) ? 2 : 0;
+      continue;
     }
+    while (k >= row_end && row + 1 < job.sections) row_end += section[++row];  // skips empty sections
     job.channel_row[k] = static_cast<uint8_t>(row);
   }
   job.cache = cache.data;

@@ -17,16 +17,6 @@ using namespace rope;
 static constexpr StatusCode kShape = StatusCode::kTilingError;
 static constexpr StatusCode kInvalid = StatusCode::kParamInvalid;
 
-// cos/sin dtype: the activation's, or fp32 (txops); CANN: the activation's.
-static Status check_cos_dtype(const TensorView& cos, const TensorView& x, const char* x_name) {
-  ROPE_CHECK(check_float_dtype(cos, "cos"));
-  if (cos.dtype == x.dtype) return Status();
-  if (compat_mode() == Compat::kCann) return check_dtype_equals(cos, "cos", x.dtype, x_name);
-  if (cos.dtype == DType::kF32) return Status();
-  return fail(kInvalid, "cos dtype must be fp32 or equal %s dtype (%s), got %s", x_name, dtype_name(x.dtype),
-              dtype_name(cos.dtype));
-}
-
 static Status parse_mode(int64_t mode, RotaryMode* out) {
   if (mode < 0 || mode > 3) {
     return fail(kShape, "mode must be 0 (half), 1 (interleave), 2 (quarter) or 3 (interleave-half), got %lld",
@@ -125,7 +115,7 @@ Status prepare_rotary_position_embedding(const TensorView& x, const TensorView& 
   ROPE_CHECK(check_data(out, "out"));
   // dtypes
   ROPE_CHECK(check_float_dtype(x, "x"));
-  ROPE_CHECK(check_cos_dtype(cos, x, "x"));
+  ROPE_CHECK(check_cos_dtype(cos, "cos", x, "x"));
   ROPE_CHECK(check_dtype_equals(sin, "sin", cos.dtype, "cos"));
   if (rotate != nullptr) ROPE_CHECK(check_dtype_equals(*rotate, "rotate", x.dtype, "x"));
   ROPE_CHECK(check_dtype_equals(out, "out", x.dtype, "x"));
@@ -183,7 +173,7 @@ Status prepare_rotary_position_embedding_grad(const TensorView& dy, const Tensor
   }
   // dtypes
   ROPE_CHECK(check_float_dtype(dy, "dy"));
-  ROPE_CHECK(check_cos_dtype(cos, dy, "dy"));
+  ROPE_CHECK(check_cos_dtype(cos, "cos", dy, "dy"));
   ROPE_CHECK(check_dtype_equals(sin, "sin", cos.dtype, "cos"));
   if (x != nullptr) ROPE_CHECK(check_dtype_equals(*x, "xOptional", dy.dtype, "dy"));
   ROPE_CHECK(check_dtype_equals(dx, "dxOut", dy.dtype, "dy"));

@@ -18,16 +18,6 @@ static constexpr StatusCode kShape = StatusCode::kTilingError;
 static constexpr StatusCode kInvalid = StatusCode::kParamInvalid;
 static const char* const kDimNamesBSND[] = {"B", "S", "N", "D"};
 
-// cos/sin dtype: fp32, or the activation's dtype; CANN: the activation's dtype only.
-static Status check_cos_dtype(const TensorView& cos, const char* cos_name, const TensorView& x, const char* x_name) {
-  ROPE_CHECK(check_float_dtype(cos, cos_name));
-  if (cos.dtype == x.dtype) return Status();
-  if (compat_mode() == Compat::kCann) return check_dtype_equals(cos, cos_name, x.dtype, x_name);
-  if (cos.dtype == DType::kF32) return Status();
-  return fail(kInvalid, "%s dtype must be fp32 or equal %s dtype (%s), got %s", cos_name, x_name,
-              dtype_name(x.dtype), dtype_name(cos.dtype));
-}
-
 Status prepare_interleave_rope(const TensorView& x, const TensorView& cos, const TensorView& sin,
                                const TensorView& out, PreparedOp* op) {
   const bool cann = compat_mode() == Compat::kCann;

@@ -32,6 +32,15 @@ Status check_dtype_equals(const TensorView& v, const char* name, DType want, con
               dtype_name(want), dtype_name(v.dtype));
 }
 
+Status check_cos_dtype(const TensorView& cos, const char* cos_name, const TensorView& x, const char* x_name) {
+  ROPE_CHECK(check_float_dtype(cos, cos_name));
+  if (cos.dtype == x.dtype) return Status();
+  if (compat_mode() == Compat::kCann) return check_dtype_equals(cos, cos_name, x.dtype, x_name);
+  if (cos.dtype == DType::kF32) return Status();
+  return fail(StatusCode::kParamInvalid, "%s dtype must be fp32 or equal %s dtype (%s), got %s", cos_name, x_name,
+              dtype_name(x.dtype), dtype_name(cos.dtype));
+}
+
 Status check_rank(const TensorView& v, const char* name, int rank, StatusCode code) {
   if (v.ndim == rank) return Status();
   return fail(code, "%s rank must be %d, got %d", name, rank, v.ndim);

@@ -24,6 +24,8 @@ Status check_data(const TensorView& v, const char* name);
 Status check_float_dtype(const TensorView& v, const char* name);
 // v.dtype == want (the dtype of `want_name`) -> else 161002.
 Status check_dtype_equals(const TensorView& v, const char* name, DType want, const char* want_name);
+// cos/sin dtype: fp32 or x's dtype (txops); x's dtype only under TXOPS_COMPAT=cann -> else 161002.
+Status check_cos_dtype(const TensorView& cos, const char* cos_name, const TensorView& x, const char* x_name);
 // v.ndim == rank -> else `code`.
 Status check_rank(const TensorView& v, const char* name, int rank, StatusCode code);
 // Same shape as `ref` -> else `code`.
