@@ -178,6 +178,37 @@ TXOPS_CPP_API Status chunk_gated_delta_rule(const TensorView& query, const Tenso
                                             const TensorView* g, float scale, const TensorView& out,
                                             const TensorView& final_state);
 
+// Prefill for serving (a txops extension, aclnnChunkGatedDeltaRuleEx): the states in a pool by index, sequences
+// that start from zero, and prefix-cache snapshots. The plain call above is this one with default options.
+enum class GdrKernel : int32_t {
+  kAuto = 0,       // the measured rule (docs/gated_delta_rule.md); the chunked kernel when snapshots are written
+  kChunked = 1,    // always the chunked kernel: give it to a restart from a snapshot for bit-identical results
+  kRecurrent = 2,  // always the token-by-token kernel (no snapshots)
+};
+struct GdrPrefillOptions {
+  // (B,) int32. Set: initial_state and final_state are pools (P, Nv, Dv, Dk) (the same tensor for in-place use);
+  // sequence b reads initial_state[state_indices[b]] and writes final_state[state_indices[b]]; indices in [0, P)
+  // and distinct. Null: both are (B, Nv, Dv, Dk) and sequence b uses row b.
+  const TensorView* state_indices = nullptr;
+  // (B,) int32 or bool: 0 = sequence b starts from the zero state (its initial row is not read). Null: all read.
+  const TensorView* has_initial_state = nullptr;
+  // > 0 (a multiple of 64): the state after every checkpoint_every tokens of each sequence, written to
+  // checkpoints (R, Nv, Dv, Dk) fp32 or bf16: the j-th of sequence b (j = 1 .. L_b / checkpoint_every) at row
+  // checkpoint_starts[b] + j - 1. checkpoint_starts (B + 1,) int64 with increments L_b / checkpoint_every, or
+  // null for the running sum from 0. A snapshot equals the fp32 state the kernel holds at that token: a restart
+  // from an fp32 snapshot (as initial state, fp32 states, kChunked) gives the rest of the output and the final
+  // state bit for bit.
+  int64_t checkpoint_every = 0;
+  const TensorView* checkpoints = nullptr;
+  const TensorView* checkpoint_starts = nullptr;
+  GdrKernel kernel = GdrKernel::kAuto;
+};
+TXOPS_CPP_API Status chunk_gated_delta_rule(const TensorView& query, const TensorView& key,
+                                            const TensorView& value, const TensorView& beta,
+                                            const TensorView& initial_state, const TensorView& actual_seq_lengths,
+                                            const TensorView* g, float scale, const TensorView& out,
+                                            const TensorView& final_state, const GdrPrefillOptions& options);
+
 // Decode on a state pool. state (BlockNum, Nv, Dv, Dk) updated in place; ssm_state_indices (T,) int32;
 // g (T, Nv) fp32 or null; gk (T, Nv, Dk) fp32 or null; num_accepted_tokens (B,) int32 or null.
 TXOPS_CPP_API Status recurrent_gated_delta_rule(const TensorView& query, const TensorView& key,

@@ -31,7 +31,8 @@ aclnnStatus aclnnChunkGatedDeltaRuleGetWorkspaceSize(const aclTensor* query, con
   if (st.ok()) st = tensor_to_view(finalState, "finalState", &s1);
   if (st.ok()) st = check_phase_one_outputs(workspaceSize, executor);
   PreparedOp op;
-  if (st.ok()) st = prepare_chunk_gated_delta_rule(q, k, v, b, s0, lens, has_g ? &g : nullptr, scaleValue, o, s1, &op);
+  if (st.ok()) st = prepare_chunk_gated_delta_rule(q, k, v, b, s0, lens, has_g ? &g : nullptr, scaleValue, o, s1,
+                                                   GdrPrefillOptions(), &op);
   if (!st.ok()) return report(kChunk, st);
   return make_executor(kChunk, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
 }

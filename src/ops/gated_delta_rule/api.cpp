@@ -9,9 +9,18 @@ Status chunk_gated_delta_rule(const TensorView& query, const TensorView& key, co
                               const TensorView& beta, const TensorView& initial_state,
                               const TensorView& actual_seq_lengths, const TensorView* g, float scale,
                               const TensorView& out, const TensorView& final_state) {
+  return chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, out, final_state,
+                                GdrPrefillOptions());
+}
+
+Status chunk_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
+                              const TensorView& beta, const TensorView& initial_state,
+                              const TensorView& actual_seq_lengths, const TensorView* g, float scale,
+                              const TensorView& out, const TensorView& final_state,
+                              const GdrPrefillOptions& options) {
   PreparedOp op;
   Status st = prepare_chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, out,
-                                             final_state, &op);
+                                             final_state, options, &op);
   if (st.ok()) st = run_prepared(op);
   return with_prefix("txops::chunk_gated_delta_rule", std::move(st));
 }

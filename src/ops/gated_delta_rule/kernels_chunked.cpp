@@ -15,6 +15,9 @@
 // state pass in parallel over (item, Dv column block)). Both run the same two functions on the same data, and a
 // column block's arithmetic is that of the whole row (chunked_gemm-inl.h), so the bits do not depend on the mode
 // or the thread count. All arithmetic is fp32 (inputs widened exactly); outputs and final states are rounded once.
+// Serving options (args.h): the start state may be a pool row or zero, the final state goes to a pool row, and
+// the state after every checkpoint_every tokens is stored as a snapshot (the staged fp32 state, rounded only when
+// the snapshots are bf16).
 // Derivation and measurements: README.md ("Chunked algorithm").
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_chunked.cpp"
@@ -309,11 +312,17 @@ TS* StateHead(const TensorView& v, int64_t b, int64_t h) {
   return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1];
 }
 
-// Columns [c0, c1) of st = S0ᵀ of (b, h) in fp32 (columns >= Dv zero).
+// Columns [c0, c1) of st = S0ᵀ of (b, h) in fp32 (columns >= Dv zero): the row read_slot[b] of initialState, or
+// zeros for a sequence that starts from the zero state.
 template <class TS>
 void StageColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_t c0, int64_t c1, float* st) {
-  const TS* in = StateHead<TS>(p.state_in, b, h);
   const int64_t dv = p.value_dim, r_end = std::min(c1, dv);
+  if (p.read_slot[b] < 0) {
+    for (int64_t c = 0; c < p.key_dim; ++c)
+      for (int64_t r = c0; r < c1; ++r) st[c * dvp + r] = 0.0f;
+    return;
+  }
+  const TS* in = StateHead<TS>(p.state_in, p.read_slot[b], h);
   for (int64_t c = 0; c < p.key_dim; ++c) {
     for (int64_t r = c0; r < r_end; ++r)
       st[c * dvp + r] = LoadScalarF32(in + r * p.state_in.strides[2] + c * p.state_in.strides[3]);
@@ -321,13 +330,32 @@ void StageColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_
   }
 }
 
-// Columns [c0, c1) of st (the final Sᵀ) rounded into finalState of (b, h).
-template <class TS>
-void StoreColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_t c0, int64_t c1, const float* st) {
-  TS* out = StateHead<TS>(p.state_out, b, h);
+// Columns [c0, c1) of st (Sᵀ) rounded into row `row` of `dst` (finalState or the snapshots), head h.
+template <class TD>
+void StoreColumnsTo(const GdrProblem& p, int64_t dvp, const TensorView& dst, int64_t row, int64_t h, int64_t c0,
+                    int64_t c1, const float* st) {
+  TD* out = StateHead<TD>(dst, row, h);
   for (int64_t r = c0; r < std::min(c1, p.value_dim); ++r)
     for (int64_t c = 0; c < p.key_dim; ++c)
-      StoreScalarF32(st[c * dvp + r], out + r * p.state_out.strides[2] + c * p.state_out.strides[3]);
+      StoreScalarF32(st[c * dvp + r], out + r * dst.strides[2] + c * dst.strides[3]);
+}
+
+// The final Sᵀ of (b, h) into finalState.
+template <class TS>
+void StoreColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_t c0, int64_t c1, const float* st) {
+  StoreColumnsTo<TS>(p, dvp, p.state_out, p.final_slot[b], h, c0, c1, st);
+}
+
+// After the chunk of sequence b that ends at token offset `end`: its snapshot, when one falls there.
+void StoreSnapshot(const GdrProblem& p, int64_t dvp, int64_t b, int64_t end, int64_t h, int64_t c0, int64_t c1,
+                   const float* st) {
+  const int64_t row = p.checkpoint_row(b, end);
+  if (row < 0) return;
+  if (p.checkpoints.dtype == DType::kBF16) {
+    StoreColumnsTo<hwy::bfloat16_t>(p, dvp, p.checkpoints, row, h, c0, c1, st);
+  } else {
+    StoreColumnsTo<float>(p, dvp, p.checkpoints, row, h, c0, c1, st);
+  }
 }
 
 // ---- items mode: a thread owns whole (sequence, head) items ----
@@ -382,6 +410,7 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
       }
       PrepareChunk<TA>(cx, h, t0, n, s, r);
       StatePass<TA>(cx, h, t0, n, r, w, staged + (h - h_begin) * state_floats, 0, cx.dvp);
+      StoreSnapshot(p, cx.dvp, b, t0 + n - t_begin, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
     }
   }
   for (int64_t h = h_begin; h < h_end; ++h)
@@ -470,8 +499,10 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
         columns(u % blocks, &c0, &c1);
         for (int64_t c = w0; c < std::min(w1, ChunkCount(p, b)); ++c) {
           const int64_t t0 = p.seq_start[b] + c * C;
-          StatePass<TA>(cx, item % nv, t0, std::min(C, p.seq_start[b + 1] - t0), record(first_slot[item] + c - w0),
-                        w, staged + item * state_floats, c0, c1);
+          const int64_t n = std::min(C, p.seq_start[b + 1] - t0);
+          StatePass<TA>(cx, item % nv, t0, n, record(first_slot[item] + c - w0), w, staged + item * state_floats,
+                        c0, c1);
+          StoreSnapshot(p, cx.dvp, b, t0 + n - p.seq_start[b], item % nv, c0, c1, staged + item * state_floats);
         }
       }
     });

@@ -13,6 +13,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -585,8 +586,14 @@ void PrefillSequenceHeads(const GdrPlan& plan, int64_t b, int64_t h_begin, int64
   const int64_t state_floats = p.value_dim * dkp;
   float* staged = nullptr;
   const TokenPack tp = CarveScratch(plan, scratch, &staged);
-  for (int64_t h = h_begin; h < h_end; ++h)
-    StageIn(StartState<TS>(plan, b, h, nullptr), p, dkp, staged + (h - h_begin) * state_floats);
+  for (int64_t h = h_begin; h < h_end; ++h) {
+    float* dst = staged + (h - h_begin) * state_floats;
+    if (p.read_slot[b] < 0) {  // a sequence that starts from the zero state
+      std::fill(dst, dst + state_floats, 0.0f);
+    } else {
+      StageIn(StartState<TS>(plan, b, h, nullptr), p, dkp, dst);
+    }
+  }
   for (int64_t t0 = t_begin; t0 < t_end; t0 += kGdrTokenBlock) {
     const int64_t n = t_end - t0 < kGdrTokenBlock ? t_end - t0 : kGdrTokenBlock;
     for (int64_t h = h_begin; h < h_end; ++h) {
@@ -596,7 +603,7 @@ void PrefillSequenceHeads(const GdrPlan& plan, int64_t b, int64_t h_begin, int64
     }
   }
   for (int64_t h = h_begin; h < h_end; ++h)
-    StageOut(staged + (h - h_begin) * state_floats, p, dkp, PoolHead<TS>(p.state_out, b, h));
+    StageOut(staged + (h - h_begin) * state_floats, p, dkp, PoolHead<TS>(p.state_out, p.final_slot[b], h));
 }
 
 // Decode: one (sequence, head); each token's state goes to its slot.

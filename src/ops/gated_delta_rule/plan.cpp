@@ -186,6 +186,8 @@ void plan_common(GdrPlan* plan, Isa isa) {
 // faster). The rule reads the shape only, never the thread count, so the bits do not depend on the threads;
 // chunk mode (parallel over chunks) then needs the chunked kernel.
 bool choose_chunked(const GdrProblem& p, Isa isa) {
+  if (p.kernel == GdrKernel::kChunked || p.checkpoint_every > 0) return true;  // only it writes snapshots
+  if (p.kernel == GdrKernel::kRecurrent) return false;
   const char* env = std::getenv("TXOPS_GDR_KERNEL");
   if (env != nullptr && std::strcmp(env, "chunked") == 0) return true;
   if (env != nullptr && std::strcmp(env, "recurrent") == 0) return false;
@@ -197,10 +199,11 @@ bool choose_chunked(const GdrProblem& p, Isa isa) {
 Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
                                       const TensorView& beta, const TensorView& initial_state,
                                       const TensorView& actual_seq_lengths, const TensorView* g, float scale,
-                                      const TensorView& out, const TensorView& final_state, PreparedOp* op) {
+                                      const TensorView& out, const TensorView& final_state,
+                                      const GdrPrefillOptions& options, PreparedOp* op) {
   auto plan = std::make_shared<GdrPlan>();
   Status st = validate_chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g, scale,
-                                              out, final_state, &plan->problem);
+                                              out, final_state, options, &plan->problem);
   if (!st.ok()) return st;
   const Isa isa = active_isa();
   plan->items = plan->problem.batch * plan->problem.num_value_heads;

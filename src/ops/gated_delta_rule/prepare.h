@@ -12,7 +12,8 @@ namespace txops {
 Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
                                       const TensorView& beta, const TensorView& initial_state,
                                       const TensorView& actual_seq_lengths, const TensorView* g, float scale,
-                                      const TensorView& out, const TensorView& final_state, PreparedOp* op);
+                                      const TensorView& out, const TensorView& final_state,
+                                      const GdrPrefillOptions& options, PreparedOp* op);
 
 Status prepare_recurrent_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
                                           const TensorView& beta, const TensorView& state,

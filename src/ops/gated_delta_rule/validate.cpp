@@ -112,7 +112,8 @@ Status check_lengths(StatusCode shape_code, const TensorView& lengths, GdrProble
 Status validate_chunk_gated_delta_rule(const TensorView& query, const TensorView& key, const TensorView& value,
                                        const TensorView& beta, const TensorView& initial_state,
                                        const TensorView& actual_seq_lengths, const TensorView* g, float scale,
-                                       const TensorView& out, const TensorView& final_state, GdrProblem* p) {
+                                       const TensorView& out, const TensorView& final_state,
+                                       const GdrPrefillOptions& options, GdrProblem* p) {
   const StatusCode shape = StatusCode::kTilingError;
   Status st;
   const std::pair<const TensorView*, const char*> required[] = {
@@ -137,15 +138,25 @@ Status validate_chunk_gated_delta_rule(const TensorView& query, const TensorView
   if (!(st = check_sizes(shape, false, query, value, p)).ok()) return st;
   if (!(st = check_activation_shapes(shape, key, beta, out, g, *p)).ok()) return st;
   if (!(st = check_lengths(shape, actual_seq_lengths, p)).ok()) return st;
-  const int64_t B = p->batch, Nv = p->num_value_heads, Dv = p->value_dim, Dk = p->key_dim;
-  if (!(st = require_shape(shape, initial_state, "initialState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk})).ok()) return st;
-  if (!(st = require_shape(shape, final_state, "finalState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk})).ok()) return st;
+  const int64_t Nv = p->num_value_heads, Dv = p->value_dim, Dk = p->key_dim;
+  // With stateIndicesOptional the states are pools of P rows, else one row per sequence.
+  const bool pool = options.state_indices != nullptr;
+  const char* layout = pool ? "(P, Nv, Dv, Dk)" : "(B, Nv, Dv, Dk)";
+  if (pool && !(st = require_ndim(shape, initial_state, "initialState", 4, layout)).ok()) return st;
+  const int64_t slots = pool ? initial_state.shape[0] : p->batch;
+  if (pool && slots <= 0) return fail(shape, "initialState dim 0 (P) must be > 0, got %" PRId64, slots);
+  if (!(st = require_shape(shape, initial_state, "initialState", layout, {slots, Nv, Dv, Dk})).ok()) return st;
+  if (!(st = require_shape(shape, final_state, "finalState", layout, {slots, Nv, Dv, Dk})).ok()) return st;
+  if (!(st = validate_prefill_options(options, slots, p)).ok()) return st;
 
-  // out and finalState are written: no broadcast dims, no overlap with each other or the inputs, except that
-  // finalState may be initialState itself (each item reads its state before it writes it).
-  if (!(st = check_outputs({{&final_state, "finalState"}, {&out, "out"}},
+  // out, finalState and the snapshots are written: no broadcast dims, no overlap with each other or the inputs,
+  // except that finalState may be initialState itself (each item reads its state before it writes it).
+  if (!(st = check_outputs({{&final_state, "finalState"}, {&out, "out"}, {options.checkpoints, "checkpointsOptional"}},
                            {{&query, "query"}, {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {g, "gOptional"},
-                            {&initial_state, "initialState"}, {&actual_seq_lengths, "actualSeqLengths"}},
+                            {&initial_state, "initialState"}, {&actual_seq_lengths, "actualSeqLengths"},
+                            {options.state_indices, "stateIndicesOptional"},
+                            {options.has_initial_state, "hasInitialStateOptional"},
+                            {options.checkpoint_starts, "checkpointStartsOptional"}},
                            &final_state, &initial_state))
            .ok())
     return st;
@@ -154,8 +165,6 @@ Status validate_chunk_gated_delta_rule(const TensorView& query, const TensorView
   p->state_in = initial_state, p->state_out = final_state;
   p->has_g = g != nullptr;
   if (g) p->g = *g;
-  p->read_slot.resize(B);
-  for (int64_t b = 0; b < B; ++b) p->read_slot[b] = b;
   return Status();
 }
 

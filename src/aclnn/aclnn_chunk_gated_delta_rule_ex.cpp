@@ -1,0 +1,59 @@
+// aclnn_chunk_gated_delta_rule_ex.cpp — aclnnChunkGatedDeltaRuleEx (txops extension: the prefill with state
+// indices, zero starts and snapshots): aclTensor -> TensorView (optional tensors may be null), then the prefill's
+// phase one with GdrPrefillOptions.
+#include "aclnnop/aclnn_chunk_gated_delta_rule_ex.h"
+
+#include "core/executor.h"
+#include "core/status.h"
+#include "ops/gated_delta_rule/prepare.h"
+#include "runtime/acl_tensor.h"
+
+using namespace txops;
+
+static constexpr const char* kChunkEx = "aclnnChunkGatedDeltaRuleEx";
+
+aclnnStatus aclnnChunkGatedDeltaRuleExGetWorkspaceSize(
+    const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* beta,
+    const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional,
+    const aclTensor* stateIndicesOptional, const aclTensor* hasInitialStateOptional,
+    const aclTensor* checkpointStartsOptional, float scaleValue, int64_t checkpointEvery, int64_t kernelMode,
+    aclTensor* out, aclTensor* finalState, aclTensor* checkpointsOptional, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  TensorView q, k, v, b, s0, lens, g, idx, has0, starts, o, s1, cps;
+  bool has_g = false, has_idx = false, has_has0 = false, has_starts = false, has_cps = false;
+  Status st = tensor_to_view(query, "query", &q);
+  if (st.ok()) st = tensor_to_view(key, "key", &k);
+  if (st.ok()) st = tensor_to_view(value, "value", &v);
+  if (st.ok()) st = tensor_to_view(beta, "beta", &b);
+  if (st.ok()) st = tensor_to_view(initialState, "initialState", &s0);
+  if (st.ok()) st = tensor_to_view(actualSeqLengths, "actualSeqLengths", &lens);
+  if (st.ok()) st = optional_tensor_to_view(gOptional, "gOptional", &g, &has_g);
+  if (st.ok()) st = optional_tensor_to_view(stateIndicesOptional, "stateIndicesOptional", &idx, &has_idx);
+  if (st.ok()) st = optional_tensor_to_view(hasInitialStateOptional, "hasInitialStateOptional", &has0, &has_has0);
+  if (st.ok()) st = optional_tensor_to_view(checkpointStartsOptional, "checkpointStartsOptional", &starts, &has_starts);
+  if (st.ok()) st = tensor_to_view(out, "out", &o);
+  if (st.ok()) st = tensor_to_view(finalState, "finalState", &s1);
+  if (st.ok()) st = optional_tensor_to_view(checkpointsOptional, "checkpointsOptional", &cps, &has_cps);
+  if (st.ok() && (kernelMode < 0 || kernelMode > 2))
+    st = fail(StatusCode::kParamInvalid, "kernelMode must be 0 (auto), 1 (chunked) or 2 (recurrent), got %lld",
+              static_cast<long long>(kernelMode));
+  if (st.ok()) st = check_phase_one_outputs(workspaceSize, executor);
+  PreparedOp op;
+  if (st.ok()) {
+    GdrPrefillOptions options;
+    options.state_indices = has_idx ? &idx : nullptr;
+    options.has_initial_state = has_has0 ? &has0 : nullptr;
+    options.checkpoint_starts = has_starts ? &starts : nullptr;
+    options.checkpoints = has_cps ? &cps : nullptr;
+    options.checkpoint_every = checkpointEvery;
+    options.kernel = static_cast<GdrKernel>(kernelMode);
+    st = prepare_chunk_gated_delta_rule(q, k, v, b, s0, lens, has_g ? &g : nullptr, scaleValue, o, s1, options, &op);
+  }
+  if (!st.ok()) return report(kChunkEx, st);
+  return make_executor(kChunkEx, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
+}
+
+aclnnStatus aclnnChunkGatedDeltaRuleEx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                       aclrtStream /*stream*/) {
+  return run_executor(kChunkEx, workspace, workspaceSize, executor);
+}
