@@ -117,6 +117,35 @@ void chunk_gated_delta_rule(py::handle query, py::handle key, py::handle value, 
   });
 }
 
+// The prefill with its serving options (GdrPrefillOptions): pool indices, zero starts, snapshots, kernel.
+void chunk_gated_delta_rule_ex(py::handle query, py::handle key, py::handle value, py::handle beta,
+                               py::handle initial_state, py::handle actual_seq_lengths, py::handle g, float scale,
+                               py::handle out, py::handle final_state, py::handle state_indices,
+                               py::handle has_initial_state, int64_t checkpoint_every, py::handle checkpoints,
+                               py::handle checkpoint_starts, int kernel) {
+  ImportedTensors t;
+  const auto qv = t.view(query, "query"), kv = t.view(key, "key"), vv = t.view(value, "value");
+  const auto bv = t.view(beta, "beta"), iv = t.view(initial_state, "initial_state");
+  const auto lv = t.view(actual_seq_lengths, "actual_seq_lengths");
+  bool has_g, has_idx, has_has, has_cps, has_starts;
+  const auto gv = t.optional_view(g, "g", &has_g);
+  const auto ov = t.view(out, "out"), fv = t.view(final_state, "final_state");
+  const auto idx = t.optional_view(state_indices, "state_indices", &has_idx);
+  const auto hv = t.optional_view(has_initial_state, "has_initial_state", &has_has);
+  const auto cv = t.optional_view(checkpoints, "checkpoints", &has_cps);
+  const auto sv = t.optional_view(checkpoint_starts, "checkpoint_starts", &has_starts);
+  txops::GdrPrefillOptions o;
+  o.state_indices = if_present(idx, has_idx);
+  o.has_initial_state = if_present(hv, has_has);
+  o.checkpoints = if_present(cv, has_cps);
+  o.checkpoint_starts = if_present(sv, has_starts);
+  o.checkpoint_every = checkpoint_every;
+  o.kernel = static_cast<txops::GdrKernel>(kernel);
+  run_without_gil([&] {
+    return txops::chunk_gated_delta_rule(qv, kv, vv, bv, iv, lv, if_present(gv, has_g), scale, ov, fv, o);
+  });
+}
+
 void chunk_gated_delta_rule_grad(py::handle query, py::handle key, py::handle value, py::handle beta,
                                  py::handle initial_state, py::handle actual_seq_lengths, py::handle g, float scale,
                                  py::handle grad_out, py::handle grad_final_state, py::handle grad_query,
@@ -292,6 +321,10 @@ PYBIND11_MODULE(_txops, m) {
   m.def("chunk_gated_delta_rule", &chunk_gated_delta_rule, arg("query"), arg("key"), arg("value"), arg("beta"),
         arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"), arg("out"),
         arg("final_state"));
+  m.def("chunk_gated_delta_rule_ex", &chunk_gated_delta_rule_ex, arg("query"), arg("key"), arg("value"), arg("beta"),
+        arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"), arg("out"),
+        arg("final_state"), arg("state_indices").none(true), arg("has_initial_state").none(true),
+        arg("checkpoint_every"), arg("checkpoints").none(true), arg("checkpoint_starts").none(true), arg("kernel"));
   m.def("chunk_gated_delta_rule_grad", &chunk_gated_delta_rule_grad, arg("query"), arg("key"), arg("value"),
         arg("beta"), arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"),
         arg("grad_out"), arg("grad_final_state").none(true), arg("grad_query"), arg("grad_key"), arg("grad_value"),

@@ -38,7 +38,10 @@ def _float32_of(like):
 def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
                            initial_state: Optional[Array] = None, actual_seq_lengths: Optional[Ints] = None, *,
                            g: Optional[Array] = None, scale: Optional[float] = None, out: Optional[Array] = None,
-                           final_state: Optional[Array] = None) -> Tuple[Array, Array]:
+                           final_state: Optional[Array] = None, state_indices: Optional[Ints] = None,
+                           has_initial_state: Optional[Ints] = None, checkpoint_every_n_tokens: int = 0,
+                           state_checkpoints: Optional[Array] = None, checkpoint_cu_starts: Optional[Ints] = None,
+                           kernel: str = "auto"):
     """Gated DeltaNet prefill over variable-length sequences (``aclnnChunkGatedDeltaRule``).
 
     Per value head and token t of a sequence: ``S = exp(g_t) S``, ``S += beta_t (v_t - S k_t) k_t^T``,
@@ -63,13 +66,31 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
     out, final_state : torch.Tensor or numpy.ndarray, optional
         Where to write the results (else new arrays).
 
+    Serving options (``aclnnChunkGatedDeltaRuleEx``, a txops extension; docs/gated_delta_rule.md "Serving";
+    not differentiable, run eagerly — torch.compile runs them outside the graph):
+
+    state_indices : sequence of int or integer array, optional
+        (B,) rows of a state pool: ``initial_state`` is then the pool (P, Nv, Dv, Dk), sequence b reads row
+        ``state_indices[b]`` and writes its final state to the same row of ``final_state`` (default: the pool
+        itself, in place). Indices in [0, P) and distinct.
+    has_initial_state : sequence of bool / int, optional
+        (B,) False/0: sequence b starts from the zero state (its row is not read).
+    checkpoint_every_n_tokens : int
+        0, or a multiple of 64: also the state after every that many tokens of each sequence (prefix caching),
+        into ``state_checkpoints`` (R, Nv, Dv, Dk) fp32 or bf16 (default: a new fp32 array of
+        sum(L_b // n) rows); sequence b's j-th snapshot at row ``checkpoint_cu_starts[b] + j - 1``
+        (``checkpoint_cu_starts`` (B + 1,) int64 offsets, default the running sum from 0; FlashInfer's names).
+    kernel : str
+        "auto", "chunked" (what a restart from a snapshot should use: with fp32 states it then reproduces the
+        whole run bit for bit) or "recurrent".
+
     Returns
     -------
-    (out, final_state)
-        out (T, Nv, Dv) in query's dtype, final_state (B, Nv, Dv, Dk) in initial_state's dtype.
-        Differentiable with torch (query, key, value, beta, initial_state, g): autograd records the call and
-        its backward runs :func:`chunk_gated_delta_rule_grad`; given ``out`` / ``final_state`` are then
-        filled with ``copy_`` (recorded too).
+    (out, final_state), or (out, final_state, state_checkpoints) when checkpoint_every_n_tokens > 0
+        out (T, Nv, Dv) in query's dtype, final_state (B, Nv, Dv, Dk) in initial_state's dtype (the pool with
+        state_indices). Differentiable with torch (query, key, value, beta, initial_state, g) when no serving
+        option is given: autograd records the call and its backward runs :func:`chunk_gated_delta_rule_grad`;
+        given ``out`` / ``final_state`` are then filled with ``copy_`` (recorded too).
 
     Examples
     --------
@@ -83,6 +104,11 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
     """
     tokens, value_heads, value_dim = value.shape[0], value.shape[1], value.shape[2]
     key_dim = key.shape[-1]
+    if (state_indices is not None or has_initial_state is not None or checkpoint_every_n_tokens or
+            state_checkpoints is not None or checkpoint_cu_starts is not None or kernel != "auto"):
+        return _serving_for(query)(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, out,
+                                   final_state, state_indices, has_initial_state, checkpoint_every_n_tokens,
+                                   state_checkpoints, checkpoint_cu_starts, kernel)
     if actual_seq_lengths is None:
         actual_seq_lengths = [tokens]
     lengths = int32_array(actual_seq_lengths, query, "actual_seq_lengths")
@@ -109,6 +135,83 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
                               export(lengths), export(g), scale, export_output(out, "out"),
                               export_output(final_state, "final_state"))
     written(out, final_state)
+    return out, final_state
+
+
+_KERNELS = {"auto": 0, "chunked": 1, "recurrent": 2}
+
+
+def _int_array(values, like, dtype, param):
+    """values as a contiguous integer array of like's framework (int32 / int64 / bool)."""
+    if _arrays.is_torch(like):
+        torch = _arrays._torch
+        t = values if isinstance(values, torch.Tensor) else torch.tensor(np.asarray(values))
+        if t.dtype.is_floating_point or t.dtype.is_complex:
+            raise TypeError(f"{param} dtype must be an integer or bool type, got {t.dtype}")
+        return t.to({"int32": torch.int32, "int64": torch.int64, "bool": torch.bool}[dtype]).contiguous()
+    a = np.asarray(values)
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"{param} dtype must be an integer or bool type, got {a.dtype}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _serving_run(query, key, value, beta, initial_state, lengths, g, scale, out, final_state, indices, has,
+                 every, checkpoints, starts, kernel):
+    _C.chunk_gated_delta_rule_ex(export(query), export(key), export(value), export(beta), export(initial_state),
+                                 export(lengths), export(g), scale, export_output(out, "out"),
+                                 export_output(final_state, "final_state"), export(indices), export(has), every,
+                                 None if checkpoints is None else export_output(checkpoints, "state_checkpoints"),
+                                 export(starts), kernel)
+    written(out, final_state, *(() if checkpoints is None else (checkpoints,)))
+
+
+_serving_disabled = None  # _serving wrapped by torch.compiler.disable: dynamo runs the serving path eagerly
+
+
+def _serving_for(query):
+    global _serving_disabled
+    if not _arrays.is_torch(query):
+        return _serving
+    if _serving_disabled is None:
+        _serving_disabled = _arrays._torch.compiler.disable(_serving)
+    return _serving_disabled
+
+
+def _serving(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, out, final_state, state_indices,
+             has_initial_state, every, checkpoints, starts, kernel):
+    """chunk_gated_delta_rule with serving options: the extension's chunk_gated_delta_rule_ex, eagerly."""
+    if kernel not in _KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(_KERNELS)}, got {kernel!r}")
+    refuse_autograd("chunk_gated_delta_rule with serving options", query=query, key=key, value=value, beta=beta,
+                    initial_state=initial_state, g=g)
+    tokens, value_heads, value_dim, key_dim = value.shape[0], value.shape[1], value.shape[2], key.shape[-1]
+    if actual_seq_lengths is None:
+        actual_seq_lengths = [tokens]
+    lengths = int32_array(actual_seq_lengths, query, "actual_seq_lengths")
+    batch = lengths.shape[0]
+    indices = None if state_indices is None else _int_array(state_indices, query, "int32", "state_indices")
+    if initial_state is None:
+        if indices is not None:
+            raise ValueError("initial_state (the pool) is required with state_indices, got None")
+        initial_state = zeros((batch, value_heads, value_dim, key_dim), _float32_of(query), query)
+    if final_state is None:
+        final_state = initial_state if indices is not None else \
+            empty(tuple(initial_state.shape), initial_state.dtype, initial_state)
+    has = None if has_initial_state is None else _int_array(has_initial_state, query, "int32",
+                                                           "has_initial_state")
+    every = int(every)
+    cu = None if starts is None else _int_array(starts, query, "int64", "checkpoint_cu_starts")
+    if every > 0 and checkpoints is None:
+        rows = sum(int(n) // every for n in lengths.tolist()) if cu is None else int(cu[-1])
+        # at least one row: a zero-size array may have no data pointer
+        checkpoints = empty((max(rows, 1), value_heads, value_dim, key_dim), _float32_of(query), query)[:rows]
+    if out is None:
+        out = empty((tokens, value_heads, value_dim), query.dtype, query)
+    scale = _default_scale(scale, key)
+    _serving_run(query, key, value, beta, initial_state, lengths, g, scale, out, final_state, indices, has, every,
+                 checkpoints, cu, _KERNELS[kernel])
+    if every > 0:
+        return out, final_state, checkpoints
     return out, final_state
 
 
