@@ -201,7 +201,8 @@ int run_bench(const BenchOptions& options) {
   // Table order: suite (as performance.md lists them), op, variant, then dtype (generation order).
   const std::vector<std::string> suite_order = {"llama3-8b-train", "llama3-8b-decode", "deepseek-v3-mla",
                                                 "deepseek-v3-partial", "llama3-8b-rotary", "vllm-rope-cache",
-                                                "qwen3-next-prefill", "qwen3-next-decode"};
+                                                "qwen3-next-prefill", "qwen3-next-serving",
+                                                "qwen3-next-decode"};
   auto rank = [&](const CaseSpec& s) {
     return std::find(suite_order.begin(), suite_order.end(), s.suite) - suite_order.begin();
   };

@@ -20,7 +20,7 @@ const char kUsage[] =
     "bench options:\n"
     "  --suite NAME      llama3-8b-train | llama3-8b-decode | deepseek-v3-mla | deepseek-v3-partial |\n"
     "                    llama3-8b-rotary | vllm-rope-cache | qwen3-next-prefill | qwen3-next-decode |\n"
-    "                    qwen3-next-train (default: all)\n"
+    "                    qwen3-next-train | qwen3-next-serving (default: all)\n"
     "  --op NAME         interleave_rope | inplace_partial_rotary_mul | inplace_partial_rotary_mul_grad |\n"
     "                    apply_rotary_pos_emb | apply_rotary_pos_emb_grad | rotary_position_embedding |\n"
     "                    rotary_position_embedding_grad | rope_with_sin_cos_cache | chunk_gated_delta_rule |\n"
