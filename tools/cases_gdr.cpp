@@ -65,11 +65,15 @@ std::vector<int32_t> sequence_lengths(int64_t T, int64_t B, const std::string& v
 
 double tb(const HostTensor& t) { return static_cast<double>(t.bytes()); }
 
+// The prefill. With dims "pool" > 0 (the serving variant) the B states live in a pool of that many rows, read and
+// written in place by GdrPrefillOptions::state_indices (rows spread over the pool); the reference then runs on the
+// gathered rows and the check gathers the written rows back. Bytes: the activations and the B states read and
+// written either way.
 class ChunkGdrCase : public BenchCase {
  public:
   ChunkGdrCase(const CaseSpec& spec, const Dims& d) {
     const int64_t T = d.get("T"), B = d.get("B"), Nk = d.get("Nk"), Nv = d.get("Nv"), Dk = d.get("Dk"),
-                  Dv = d.get("Dv");
+                  Dv = d.get("Dv"), pool = d.get("pool");
     const DType dt = spec.dtype;
     q_ = HostTensor(dt, {T, Nk, Dk});
     k_ = HostTensor(dt, {T, Nk, Dk});
@@ -86,10 +90,21 @@ class ChunkGdrCase : public BenchCase {
     fill_uniform(&beta_, 54, 0.05f, 0.95f);
     fill_uniform(&g_, 55, -0.2f, -0.001f);
     fill_uniform(&init_, 56, -0.1f, 0.1f);
+    if (pool > 0) {  // the pool holds init_'s rows at the slots; final_ receives them back for the check
+      for (int64_t b = 0; b < B; ++b) slots_.push_back(static_cast<int32_t>((b * 97 + 5) % pool));  // distinct
+      idx_ = int32_tensor(slots_);
+      pool0_ = HostTensor(dt, {pool, Nv, Dv, Dk});
+      fill_uniform(&pool0_, 57, -0.1f, 0.1f);
+      row_bytes_ = static_cast<size_t>(Nv * Dv * Dk) * dtype_size(dt);
+      for (size_t i = 0; i < slots_.size(); ++i)
+        std::memcpy(row(pool0_, slots_[i]), row(init_, static_cast<int64_t>(i)), row_bytes_);
+      pool_ = HostTensor(dt, {pool, Nv, Dv, Dk});
+      pool_.buffer.copy_from(pool0_.buffer);
+    }
     scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
     tokens = T;
     flops = 6.0 * Dk * Dv * T * Nv;
-    bytes = tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(init_) + tb(final_) + tb(out_) + tb(lens_);
+    bytes = tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(init_) + tb(final_) + tb(out_) + tb(lens_) + tb(idx_);
     kh_ = reference_key_heads(Nk, flops, static_cast<double>(B * Nv * Dv * Dk));
     check_note = heads_note(kh_, Nk, Nv);
     nvh_ = kh_ * (Nv / Nk);
@@ -100,12 +115,25 @@ class ChunkGdrCase : public BenchCase {
                                       narrow(beta_.view, 1, nvh_), narrow(init_.view, 1, nvh_), lens_.view, &g,
                                       scale_, &ref_out_, &ref_final_);
   }
-  Status run() override {
-    return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view, scale_,
-                                  out_.view, final_.view);
+  void reset() override {
+    if (!slots_.empty()) pool_.buffer.copy_from(pool0_.buffer);
   }
-  std::vector<TensorView> outputs() const override { return {out_.view, final_.view}; }
+  Status run() override {
+    if (slots_.empty())
+      return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view, scale_,
+                                    out_.view, final_.view);
+    GdrPrefillOptions o;
+    o.state_indices = &idx_.view;
+    return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, pool_.view, lens_.view, &g_.view, scale_,
+                                  out_.view, pool_.view, o);
+  }
+  std::vector<TensorView> outputs() const override {
+    if (slots_.empty()) return {out_.view, final_.view};
+    return {out_.view, pool_.view};
+  }
   CheckResult check() override {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      std::memcpy(row(final_, static_cast<int64_t>(i)), row(pool_, slots_[i]), row_bytes_);
     CheckResult r;
     r.passed = true;
     accumulate_check("out", narrow(out_.view, 1, nvh_), ref_out_, "gdr_out", &r);
@@ -114,82 +142,9 @@ class ChunkGdrCase : public BenchCase {
   }
 
  private:
-  HostTensor q_, k_, v_, beta_, g_, init_, final_, out_, lens_;
-  float scale_;
-  int64_t kh_, nvh_;
-  std::vector<double> ref_out_, ref_final_;
-};
-
-// Serving: B prefills whose states live in a pool of `pool` rows (GdrPrefillOptions::state_indices, in place),
-// rows spread over the pool. Bytes: the activations and the B rows read and written. The reference runs on the
-// gathered rows; the check compares out and the written rows (gathered back).
-class ChunkGdrPoolCase : public BenchCase {
- public:
-  ChunkGdrPoolCase(const CaseSpec& spec, const Dims& d) {
-    const int64_t T = d.get("T"), B = d.get("B"), Nk = d.get("Nk"), Nv = d.get("Nv"), Dk = d.get("Dk"),
-                  Dv = d.get("Dv"), pool = d.get("pool");
-    const DType dt = spec.dtype;
-    q_ = HostTensor(dt, {T, Nk, Dk});
-    k_ = HostTensor(dt, {T, Nk, Dk});
-    v_ = HostTensor(dt, {T, Nv, Dv});
-    beta_ = HostTensor(dt, {T, Nv});
-    g_ = HostTensor(DType::kF32, {T, Nv});
-    pool_ = HostTensor(dt, {pool, Nv, Dv, Dk});
-    pool0_ = HostTensor(dt, {pool, Nv, Dv, Dk});
-    gathered_ = HostTensor(dt, {B, Nv, Dv, Dk});
-    out_ = HostTensor(dt, {T, Nv, Dv});
-    lens_ = int32_tensor(sequence_lengths(T, B, "equal"));
-    for (int64_t b = 0; b < B; ++b) slots_.push_back(static_cast<int32_t>((b * 97 + 5) % pool));  // distinct
-    idx_ = int32_tensor(slots_);
-    fill_unit_rows(&q_, 81);
-    fill_unit_rows(&k_, 82);
-    fill_uniform(&v_, 83, -1, 1);
-    fill_uniform(&beta_, 84, 0.05f, 0.95f);
-    fill_uniform(&g_, 85, -0.2f, -0.001f);
-    fill_uniform(&pool0_, 86, -0.1f, 0.1f);
-    pool_.buffer.copy_from(pool0_.buffer);
-    scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
-    row_bytes_ = static_cast<size_t>(Nv * Dv * Dk) * dtype_size(dt);
-    gather(pool0_);
-    tokens = T;
-    flops = 6.0 * Dk * Dv * T * Nv;
-    bytes = tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + 2 * tb(gathered_) + tb(out_) + tb(lens_) + tb(idx_);
-    kh_ = reference_key_heads(Nk, flops, static_cast<double>(B * Nv * Dv * Dk));
-    check_note = heads_note(kh_, Nk, Nv);
-    nvh_ = kh_ * (Nv / Nk);
-  }
-  void compute_reference() override {
-    const TensorView g = narrow(g_.view, 1, nvh_);
-    reference::chunk_gated_delta_rule(narrow(q_.view, 1, kh_), narrow(k_.view, 1, kh_), narrow(v_.view, 1, nvh_),
-                                      narrow(beta_.view, 1, nvh_), narrow(gathered_.view, 1, nvh_), lens_.view, &g,
-                                      scale_, &ref_out_, &ref_final_);
-  }
-  void reset() override { pool_.buffer.copy_from(pool0_.buffer); }
-  Status run() override {
-    GdrPrefillOptions o;
-    o.state_indices = &idx_.view;
-    return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, pool_.view, lens_.view, &g_.view, scale_,
-                                  out_.view, pool_.view, o);
-  }
-  std::vector<TensorView> outputs() const override { return {out_.view, pool_.view}; }
-  CheckResult check() override {
-    CheckResult r;
-    r.passed = true;
-    gather(pool_);
-    accumulate_check("out", narrow(out_.view, 1, nvh_), ref_out_, "gdr_out", &r);
-    accumulate_check("final_state", narrow(gathered_.view, 1, nvh_), ref_final_, "gdr_state", &r);
-    gather(pool0_);
-    return r;
-  }
-
- private:
-  void gather(const HostTensor& pool) {  // the rows of the B sequences into gathered_
-    for (size_t b = 0; b < slots_.size(); ++b)
-      std::memcpy(static_cast<char*>(gathered_.view.data) + b * row_bytes_,
-                  static_cast<const char*>(pool.view.data) + slots_[b] * row_bytes_, row_bytes_);
-  }
-  HostTensor q_, k_, v_, beta_, g_, pool_, pool0_, gathered_, out_, lens_, idx_;
-  std::vector<int32_t> slots_;
+  char* row(const HostTensor& t, int64_t i) const { return static_cast<char*>(t.view.data) + i * row_bytes_; }
+  HostTensor q_, k_, v_, beta_, g_, init_, final_, out_, lens_, idx_, pool_, pool0_;
+  std::vector<int32_t> slots_;  // serving: the pool row of each sequence
   size_t row_bytes_ = 0;
   float scale_;
   int64_t kh_, nvh_;
@@ -373,7 +328,7 @@ std::vector<CaseSpec> gdr_suites(bool quick) {
     pool_spec.dims = quick ? Dims{{"T", 160}, {"B", 4}, {"Nk", 2}, {"Nv", 4}, {"Dk", 32}, {"Dv", 32}, {"pool", 16}}
                            : Dims{{"T", 8192}, {"B", 16}, {"Nk", 16}, {"Nv", 32}, {"Dk", 128}, {"Dv", 128},
                                   {"pool", 256}};
-    pool_spec.make = make_case<ChunkGdrPoolCase>;
+    pool_spec.make = make_case<ChunkGdrCase>;
     specs.push_back(pool_spec);
     CaseSpec s;
     s.suite = "qwen3-next-decode";
