@@ -41,7 +41,7 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
                            final_state: Optional[Array] = None, state_indices: Optional[Ints] = None,
                            has_initial_state: Optional[Ints] = None, checkpoint_every_n_tokens: int = 0,
                            state_checkpoints: Optional[Array] = None, checkpoint_cu_starts: Optional[Ints] = None,
-                           kernel: str = "auto"):
+                           kernel: str = "auto") -> Union[Tuple[Array, Array], Tuple[Array, Array, Array]]:
     """Gated DeltaNet prefill over variable-length sequences (``aclnnChunkGatedDeltaRule``).
 
     Per value head and token t of a sequence: ``S = exp(g_t) S``, ``S += beta_t (v_t - S k_t) k_t^T``,
