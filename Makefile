@@ -129,6 +129,7 @@ bench: build python $(VENV)/requirements-bench.txt
 	$(VENV)/bin/python bench/torch_conv.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \
 	$(VENV)/bin/python bench/py_bench.py || status=1; \
 	$(VENV)/bin/python bench/transformers_qwen3_next_layer.py || status=1; \
+	$(VENV)/bin/python bench/context_parallel.py || status=1; \
 	$(VENV)/bin/python examples/qwen3_next_transformers.py --prompt 512 --new-tokens 16 || status=1; \
 	exit $$status
 
