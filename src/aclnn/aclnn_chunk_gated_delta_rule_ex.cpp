@@ -3,6 +3,7 @@
 // phase one with GdrPrefillOptions.
 #include "aclnnop/aclnn_chunk_gated_delta_rule_ex.h"
 
+#include "aclnn/gdr_prefill_inputs.h"
 #include "core/executor.h"
 #include "core/status.h"
 #include "ops/gated_delta_rule/prepare.h"
@@ -19,15 +20,10 @@ aclnnStatus aclnnChunkGatedDeltaRuleExGetWorkspaceSize(
     const aclTensor* checkpointStartsOptional, float scaleValue, int64_t checkpointEvery, int64_t kernelMode,
     aclTensor* out, aclTensor* finalState, aclTensor* checkpointsOptional, uint64_t* workspaceSize,
     aclOpExecutor** executor) {
-  TensorView q, k, v, b, s0, lens, g, idx, has0, starts, o, s1, cps;
-  bool has_g = false, has_idx = false, has_has0 = false, has_starts = false, has_cps = false;
-  Status st = tensor_to_view(query, "query", &q);
-  if (st.ok()) st = tensor_to_view(key, "key", &k);
-  if (st.ok()) st = tensor_to_view(value, "value", &v);
-  if (st.ok()) st = tensor_to_view(beta, "beta", &b);
-  if (st.ok()) st = tensor_to_view(initialState, "initialState", &s0);
-  if (st.ok()) st = tensor_to_view(actualSeqLengths, "actualSeqLengths", &lens);
-  if (st.ok()) st = optional_tensor_to_view(gOptional, "gOptional", &g, &has_g);
+  GdrPrefillInputs in;
+  TensorView idx, has0, starts, o, s1, cps;
+  bool has_idx = false, has_has0 = false, has_starts = false, has_cps = false;
+  Status st = gdr_prefill_inputs(query, key, value, beta, initialState, actualSeqLengths, gOptional, &in);
   if (st.ok()) st = optional_tensor_to_view(stateIndicesOptional, "stateIndicesOptional", &idx, &has_idx);
   if (st.ok()) st = optional_tensor_to_view(hasInitialStateOptional, "hasInitialStateOptional", &has0, &has_has0);
   if (st.ok()) st = optional_tensor_to_view(checkpointStartsOptional, "checkpointStartsOptional", &starts, &has_starts);
@@ -47,7 +43,8 @@ aclnnStatus aclnnChunkGatedDeltaRuleExGetWorkspaceSize(
     options.checkpoints = has_cps ? &cps : nullptr;
     options.checkpoint_every = checkpointEvery;
     options.kernel = static_cast<GdrKernel>(kernelMode);
-    st = prepare_chunk_gated_delta_rule(q, k, v, b, s0, lens, has_g ? &g : nullptr, scaleValue, o, s1, options, &op);
+    st = prepare_chunk_gated_delta_rule(in.query, in.key, in.value, in.beta, in.initial_state, in.actual_seq_lengths,
+                                        in.g_or_null(), scaleValue, o, s1, options, &op);
   }
   if (!st.ok()) return report(kChunkEx, st);
   return make_executor(kChunkEx, op.workspace_bytes, std::move(op.run), workspaceSize, executor);

@@ -2,6 +2,7 @@
 // aclnnChunkGatedDeltaRule): aclTensor -> TensorView (optional tensors may be null), then the backward's phase one.
 #include "aclnnop/aclnn_chunk_gated_delta_rule_grad.h"
 
+#include "aclnn/gdr_prefill_inputs.h"
 #include "core/executor.h"
 #include "ops/gated_delta_rule/backward.h"
 #include "runtime/acl_tensor.h"
@@ -16,15 +17,10 @@ aclnnStatus aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(
     const aclTensor* gradOut, const aclTensor* gradFinalStateOptional, aclTensor* gradQuery, aclTensor* gradKey,
     aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional, aclTensor* gradInitialState,
     uint64_t* workspaceSize, aclOpExecutor** executor) {
-  TensorView q, k, v, b, s0, lens, g, d_out, d_final, dq, dk, dv, db, dg, ds0;
-  bool has_g = false, has_final = false, has_dg = false;
-  Status st = tensor_to_view(query, "query", &q);
-  if (st.ok()) st = tensor_to_view(key, "key", &k);
-  if (st.ok()) st = tensor_to_view(value, "value", &v);
-  if (st.ok()) st = tensor_to_view(beta, "beta", &b);
-  if (st.ok()) st = tensor_to_view(initialState, "initialState", &s0);
-  if (st.ok()) st = tensor_to_view(actualSeqLengths, "actualSeqLengths", &lens);
-  if (st.ok()) st = optional_tensor_to_view(gOptional, "gOptional", &g, &has_g);
+  GdrPrefillInputs in;
+  TensorView d_out, d_final, dq, dk, dv, db, dg, ds0;
+  bool has_final = false, has_dg = false;
+  Status st = gdr_prefill_inputs(query, key, value, beta, initialState, actualSeqLengths, gOptional, &in);
   if (st.ok()) st = tensor_to_view(gradOut, "gradOut", &d_out);
   if (st.ok()) st = optional_tensor_to_view(gradFinalStateOptional, "gradFinalStateOptional", &d_final, &has_final);
   if (st.ok()) st = tensor_to_view(gradQuery, "gradQuery", &dq);
@@ -36,7 +32,8 @@ aclnnStatus aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(
   if (st.ok()) st = check_phase_one_outputs(workspaceSize, executor);
   PreparedOp op;
   if (st.ok()) {
-    st = prepare_chunk_gated_delta_rule_grad(q, k, v, b, s0, lens, has_g ? &g : nullptr, scaleValue, d_out,
+    st = prepare_chunk_gated_delta_rule_grad(in.query, in.key, in.value, in.beta, in.initial_state,
+                                             in.actual_seq_lengths, in.g_or_null(), scaleValue, d_out,
                                              has_final ? &d_final : nullptr, dq, dk, dv, db,
                                              has_dg ? &dg : nullptr, ds0, &op);
   }

@@ -3,6 +3,7 @@
 #include "aclnnop/aclnn_chunk_gated_delta_rule.h"
 #include "aclnnop/aclnn_recurrent_gated_delta_rule.h"
 
+#include "aclnn/gdr_prefill_inputs.h"
 #include "core/executor.h"
 #include "ops/gated_delta_rule/prepare.h"
 #include "runtime/acl_tensor.h"
@@ -18,21 +19,16 @@ aclnnStatus aclnnChunkGatedDeltaRuleGetWorkspaceSize(const aclTensor* query, con
                                                      const aclTensor* gOptional, float scaleValue, aclTensor* out,
                                                      aclTensor* finalState, uint64_t* workspaceSize,
                                                      aclOpExecutor** executor) {
-  TensorView q, k, v, b, s0, lens, g, o, s1;
-  bool has_g = false;
-  Status st = tensor_to_view(query, "query", &q);
-  if (st.ok()) st = tensor_to_view(key, "key", &k);
-  if (st.ok()) st = tensor_to_view(value, "value", &v);
-  if (st.ok()) st = tensor_to_view(beta, "beta", &b);
-  if (st.ok()) st = tensor_to_view(initialState, "initialState", &s0);
-  if (st.ok()) st = tensor_to_view(actualSeqLengths, "actualSeqLengths", &lens);
-  if (st.ok()) st = optional_tensor_to_view(gOptional, "gOptional", &g, &has_g);
+  GdrPrefillInputs in;
+  TensorView o, s1;
+  Status st = gdr_prefill_inputs(query, key, value, beta, initialState, actualSeqLengths, gOptional, &in);
   if (st.ok()) st = tensor_to_view(out, "out", &o);
   if (st.ok()) st = tensor_to_view(finalState, "finalState", &s1);
   if (st.ok()) st = check_phase_one_outputs(workspaceSize, executor);
   PreparedOp op;
-  if (st.ok()) st = prepare_chunk_gated_delta_rule(q, k, v, b, s0, lens, has_g ? &g : nullptr, scaleValue, o, s1,
-                                                   GdrPrefillOptions(), &op);
+  if (st.ok())
+    st = prepare_chunk_gated_delta_rule(in.query, in.key, in.value, in.beta, in.initial_state, in.actual_seq_lengths,
+                                        in.g_or_null(), scaleValue, o, s1, GdrPrefillOptions(), &op);
   if (!st.ok()) return report(kChunk, st);
   return make_executor(kChunk, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
 }
