@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -274,6 +275,77 @@ TEST_P(CausalConv1dOnIsa, LayoutsGiveTheSameBits) {
       EXPECT_EQ(values(v.y), y_rows);
       EXPECT_EQ(values(t.states.view()), states_rows);
     }
+  }
+}
+
+// x's values copied into a layout with every element two apart (the staged path), and that call's y bytes
+// gathered back into row-major order: the reference bits for the channel-contiguous path.
+// `edit` (if any) changes the inputs first, as it did for the call being checked.
+std::vector<uint8_t> staged_y_bytes(const Case& c, const std::function<void(Tensors*)>& edit = {}) {
+  Tensors t = make_tensors(c);
+  if (edit) edit(&t);
+  const int64_t rows = t.tokens, D = c.dim, es = static_cast<int64_t>(txops::dtype_size(c.dtype));
+  HostTensor xs(c.dtype, {rows * D * 2}), ys(c.dtype, {rows * D * 2});
+  const int64_t shape3[3] = {c.batch, c.length, D}, strides3[3] = {c.length * D * 2, D * 2, 2};
+  const int64_t shape2[2] = {rows, D}, strides2[2] = {D * 2, 2};
+  Views v = views_of(c, t);
+  const bool flat = !c.varlen.empty();
+  v.x = TensorView::make(xs.bytes.data(), c.dtype, flat ? 2 : 3, flat ? shape2 : shape3, flat ? strides2 : strides3);
+  v.y = TensorView::make(ys.bytes.data(), c.dtype, flat ? 2 : 3, flat ? shape2 : shape3, flat ? strides2 : strides3);
+  for (int64_t i = 0; i < rows * D; ++i) std::memcpy(xs.bytes.data() + 2 * i * es, t.x.bytes.data() + i * es, es);
+  EXPECT_TRUE(call(c, v).ok());
+  std::vector<uint8_t> y(static_cast<size_t>(rows * D * es));
+  for (int64_t i = 0; i < rows * D; ++i) std::memcpy(y.data() + i * es, ys.bytes.data() + 2 * i * es, es);
+  return y;
+}
+
+// Shapes past every block of the channel-contiguous path: several 256-channel accumulator blocks and two
+// 4096-channel items with a partial vector group at the end, token chunks of 128 with a sequence shorter than the
+// window, a state longer than K-1, and an output of more than 4 MiB (streaming stores).
+TEST_P(CausalConv1dOnIsa, LargeShapesMatchTheOracleAndTheStagedPath) {
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32})
+    for (ConvActivation act : {ConvActivation::kSilu, ConvActivation::kNone}) {
+      if (dtype != DType::kBF16 && act == ConvActivation::kNone) continue;
+      Case c;
+      c.dtype = dtype, c.activation = act, c.batch = 2, c.dim = 4139, c.width = 4, c.state_len = 5, c.lines = 3;
+      c.varlen = {515, 2}, c.indices = {2, 0}, c.per_sequence = {1, 1}, c.seed = 11;
+      Tensors t = make_tensors(c);
+      check(c, views_of(c, t));
+      if (dtype == DType::kBF16) EXPECT_EQ(t.y.bytes, staged_y_bytes(c)) << "channel-contiguous vs staged";
+    }
+}
+
+// NaN and infinity in bf16 x, weights and bias: the channel-contiguous path (its bf16 pair stores round without
+// the NaN test) writes the same bits as the staged path, and every NaN it writes is quiet.
+TEST_P(CausalConv1dOnIsa, NaNAndInfinityGiveTheStagedPathsBits) {
+  Case c;
+  c.dtype = DType::kBF16, c.batch = 1, c.length = 23, c.dim = 77, c.width = 4, c.state_len = 3, c.lines = 1;
+  c.per_sequence = {1};
+  for (ConvActivation act : {ConvActivation::kSilu, ConvActivation::kNone}) {
+    c.activation = act;
+    const uint16_t specials[4] = {0x7F81, 0xFFC1, 0x7F80, 0xFF80};  // signaling and quiet NaN (payloads), +-inf
+    auto poke = [](HostTensor* h, int64_t i, uint16_t bits) { std::memcpy(h->bytes.data() + 2 * i, &bits, 2); };
+    auto add_specials = [&](Tensors* u) {
+      for (int64_t i = 0; i < 40; ++i) poke(&u->x, (i * 97) % (c.length * c.dim), specials[i % 4]);
+      poke(&u->weight, 5, specials[0]);
+      poke(&u->bias, 9, specials[2]);
+    };
+    Tensors t = make_tensors(c);
+    add_specials(&t);
+    ASSERT_TRUE(call(c, views_of(c, t)).ok());
+    const std::vector<uint8_t> staged = staged_y_bytes(c, add_specials);
+    int nans = 0;
+    for (int64_t i = 0; i < c.length * c.dim; ++i) {
+      uint16_t a, b;
+      std::memcpy(&a, t.y.bytes.data() + 2 * i, 2);
+      std::memcpy(&b, staged.data() + 2 * i, 2);
+      ASSERT_EQ(a, b) << "element " << i;
+      if ((a & 0x7F80) == 0x7F80 && (a & 0x7F) != 0) {
+        ++nans;
+        EXPECT_NE(0, a & 0x40) << "signaling NaN written at " << i;
+      }
+    }
+    EXPECT_GT(nans, 0);
   }
 }
 

@@ -22,6 +22,8 @@ namespace {
 // barrier than it saves.
 constexpr int64_t kMinElementsPerThread = 1 << 16;
 constexpr int64_t kAlign = 64;
+// Outputs at least this large bypass the caches (streaming stores): they would not stay in them anyway.
+constexpr int64_t kStreamingBytes = 4 << 20;
 
 struct ConvPlan {
   ConvProblem problem;
@@ -46,7 +48,8 @@ void plan_items(ConvPlan* plan) {
       for (int64_t c0 = 0; c0 < p.dim; c0 += channel_chunk) {
         const int64_t c1 = std::min(p.dim, c0 + channel_chunk);
         plan->items.push_back({b, t0, t1, c0, c1});
-        costs.push_back((t1 - t0 + p.width) * (c1 - c0));  // tokens + the window's history and weight rows
+        // tokens + the window's history and weight rows (+ the line's rows, written back by the first chunk)
+        costs.push_back((t1 - t0 + p.width + (p.write_back_in_pass1 && t0 == 0 ? p.state_len : 0)) * (c1 - c0));
         elements += costs.back();
       }
     }
@@ -55,15 +58,23 @@ void plan_items(ConvPlan* plan) {
                                             static_cast<int>(plan->items.size())));
   partition_by_cost(costs, plan->threads, &plan->part_start);
   const int64_t blocks = (p.dim + kConvStateBlock - 1) / kConvStateBlock;
-  plan->write_back_items = p.batch * blocks;
-  plan->write_back_threads = std::min<int>(plan_threads(p.batch * p.state_len * p.dim, kMinElementsPerThread),
-                                           static_cast<int>(plan->write_back_items));
+  plan->write_back_items = p.write_back_in_pass1 ? 0 : p.batch * blocks;
+  plan->write_back_threads = std::max(1, std::min<int>(plan_threads(p.batch * p.state_len * p.dim,
+                                                                    kMinElementsPerThread),
+                                                       static_cast<int>(plan->write_back_items)));
   plan->scratch_bytes = (conv_scratch_floats(p) * static_cast<int64_t>(sizeof(float)) + kAlign - 1) / kAlign * kAlign;
 }
 
 Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
   auto plan = std::make_shared<ConvPlan>();
   plan->problem = std::move(problem);
+  ConvProblem& p = plan->problem;
+  int64_t tokens = 0;
+  bool empty_sequence = false;
+  for (int64_t L : p.length) tokens += L, empty_sequence = empty_sequence || L == 0;
+  const bool contiguous = conv_path(p) == ConvPath::kChannelContiguous;
+  p.stream_y = contiguous && tokens * p.dim * static_cast<int64_t>(dtype_size(p.dtype)) >= kStreamingBytes;
+  p.write_back_in_pass1 = contiguous && !empty_sequence;
   plan_items(plan.get());
   const Isa isa = active_isa();
   record_plan(compiled_isa(isa), plan->threads, "causal_conv1d_rows");
@@ -89,8 +100,9 @@ Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
       forward(q, pl.items.data(), pl.part_start[part], pl.part_start[part + 1],
               reinterpret_cast<float*>(base + pl.scratch_bytes * part));
     });
-    parallel_for(pl.write_back_threads, pl.write_back_items,
-                 [&](int64_t begin, int64_t end) { write_back(q, begin, end); });
+    if (pl.write_back_items > 0)
+      parallel_for(pl.write_back_threads, pl.write_back_items,
+                   [&](int64_t begin, int64_t end) { write_back(q, begin, end); });
     return Status();
   };
   return Status();

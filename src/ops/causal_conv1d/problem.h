@@ -26,6 +26,8 @@ struct ConvProblem {
   std::vector<int64_t> length;       // tokens of each sequence
   std::vector<int64_t> line;         // its conv-state line, or -1: skipped (null_block_id): y zero, no state write
   std::vector<int64_t> history_row;  // first state row of its K-1 history rows, or -1: a zero history
+  bool stream_y = false;             // y is large: the channel-contiguous path writes it with streaming stores
+  bool write_back_in_pass1 = false;  // the channel-contiguous path writes each line back itself (no pass 2)
 };
 
 // The work is done in two passes, each over its own items (the plan partitions them over threads):
@@ -34,8 +36,11 @@ struct ConvProblem {
 //     window rows are the previous tokens of the sequence, or for its first chunk the history (state rows or
 //     zeros). Reads the states, writes only y.
 //  2. the state write-back: items of one sequence's kConvStateBlock channels; each saves the history rows it
-//     reads before writing any row of the line (rows may move up or down within it).
-constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvStateBlock = 64;
+//     reads before writing any row of the line (rows may move up or down within it). The channel-contiguous path
+//     does this itself at the end of each sequence's first token chunk (the only reader of the history; lines are
+//     not shared), while the rows are in cache, when no sequence is empty (write_back_in_pass1); then there is no
+//     pass 2.
+constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvStateBlock = 512;
 // Pass 1 has three code paths, chosen by the layout (all give the same bits): channel-contiguous rows (CANN's
 // layouts: items of kConvTokenChunk tokens x kConvChannelChunk channels), token-contiguous channels (transformers'
 // channel-first (B, dim, L): items of kConvTokenContiguousChannels channels x all tokens, streamed per channel in
@@ -43,6 +48,8 @@ constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvStateBlo
 enum class ConvPath { kChannelContiguous, kTokenContiguous, kStaged };
 ConvPath conv_path(const ConvProblem& p);
 constexpr int64_t kConvTokenContiguousChannels = 16, kConvSegment = 1024;
+// The channel-contiguous path computes blocks of kConvAccBlock channels x up to 4 tokens into fp32 first.
+constexpr int64_t kConvAccBlock = 256;
 
 struct ConvItem {
   int64_t sequence, token_begin, token_end, channel_begin, channel_end;

@@ -1,0 +1,291 @@
+// kernels_contiguous.cpp — the channel-contiguous path of the causal-conv1d forward (x and y with channel stride 1:
+// CANN's (B, L, dim) and varlen (T, dim) layouts), Highway AVX3 / AVX2 / SCALAR.
+//
+// No staging of x: window rows are read straight from it (the rows of the last K tokens are in cache); the weights
+// and the bias are converted to fp32 once per item. Per group of kTokens tokens and block of kConvAccBlock channels,
+// pass (a) computes the accumulators, kTokens per channel group sharing its K weight vectors (7 row loads for 4
+// outputs at K = 4), into an fp32 buffer that stays in L1; pass (b) applies the activation and rounds into y.
+// Split so, pass (b) is a short loop of independent iterations that the out-of-order core overlaps by the dozen;
+// fused, each iteration held four long SiLU chains and the core waited on their latency. Same operations in the same
+// order as the other paths (kernels.cpp), so the same bits. Large outputs are written with streaming stores.
+//
+// bf16 rows are read and written as "pair" vectors: 2N elements load as N u32 lanes, the even channels are the low
+// halves (one shift widens them) and the odd ones the high halves (one mask), and a store merges two rounded vectors
+// back with a shift, a mask and an or, so neither direction needs a pack or a permute. The weights and bias are
+// kept in the same even / odd order. The rounding (to nearest even) leaves out the NaN quieting of
+// RoundToBF16Bits: every NaN here comes from bf16 operands or is the default NaN of an invalid operation, so its low
+// 16 bits are zero, the rounding increment cannot carry into the kept bits, and arithmetic has already made it
+// quiet: the bits equal f32_to_bf16's for every value.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/causal_conv1d/kernels_contiguous.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/simd_convert-inl.h"
+#include "ops/causal_conv1d/kernels_shared-inl.h"
+#include "ops/causal_conv1d/problem.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace {
+
+using namespace conv;  // NOLINT: this target's shared pieces
+
+// The tap and token loops must unroll fully (their trip counts are template constants), so that the accumulators
+// live in registers; GCC's heuristics stop short of that for the bf16 pair vectors.
+#if defined(__clang__)
+#define TXOPS_CONV_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define TXOPS_CONV_UNROLL _Pragma("GCC unroll 16")
+#else
+#define TXOPS_CONV_UNROLL
+#endif
+
+HWY_INLINE bool Aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// How a storage type moves between memory and fp32 vectors. A group is the kVectors * N channels one accumulator
+// step covers; Order(i) is where channel i of a group sits in the fp32 rows (weights, bias, accumulators).
+// Generic: one vector, natural order (fp32; fp16 by F16C; every type on the SCALAR target).
+template <class T>
+struct Codec {
+  static constexpr int kVectors = 1;
+  static HWY_INLINE void Load(DF df, const T* p, VF* v) { v[0] = LoadF32(df, p); }
+  static HWY_INLINE void Store(DF df, const VF* v, T* p, bool stream) {
+    if (stream && Aligned(p, hn::Lanes(df) * sizeof(T)))
+      StreamF32(df, v[0], p);
+    else
+      StoreF32(df, v[0], p);
+  }
+  static HWY_INLINE int64_t Order(int64_t i, int64_t) { return i; }
+};
+
+#if HWY_TARGET != HWY_SCALAR
+template <>
+struct Codec<hwy::bfloat16_t> {
+  using BF = hwy::bfloat16_t;
+  static constexpr int kVectors = 2;
+  static HWY_INLINE void Load(DF df, const BF* p, VF* v) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto u = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+    v[0] = hn::BitCast(df, hn::ShiftLeft<16>(u));
+    v[1] = hn::BitCast(df, hn::And(u, hn::Set(du, 0xFFFF0000u)));
+  }
+  // The bf16 bits, rounded to nearest even, in the upper half of each u32 lane (the lower half is not cleared).
+  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedHigh(DF df, VF v) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto bits = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+    return hn::Add(bits, hn::Add(lsb, hn::Set(du, 0x7FFFu)));
+  }
+  static HWY_INLINE void Store(DF df, const VF* v, BF* p, bool stream) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto merged = hn::Or(hn::ShiftRight<16>(RoundedHigh(df, v[0])),
+                               hn::And(RoundedHigh(df, v[1]), hn::Set(du, 0xFFFF0000u)));
+    uint32_t* q = reinterpret_cast<uint32_t*>(p);
+    if (stream && Aligned(p, hn::Lanes(du) * sizeof(uint32_t)))
+      hn::Stream(merged, du, q);
+    else
+      hn::StoreU(merged, du, q);
+  }
+  static HWY_INLINE int64_t Order(int64_t i, int64_t n) { return (i & 1) * n + (i >> 1); }
+};
+#endif
+
+// One row of `count` elements `stride` apart as fp32 in the codec's order, zeros up to `padded` (whole groups).
+template <class T>
+void LoadRowInOrder(const T* src, int64_t stride, int64_t count, int64_t padded, float* dst) {
+  using C = Codec<T>;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), G = C::kVectors * N;
+  int64_t c = 0;
+  if (stride == 1) {
+    for (; c + G <= count; c += G) {
+      VF v[C::kVectors];
+      C::Load(df, src + c, v);
+      for (int k = 0; k < C::kVectors; ++k) hn::Store(v[k], df, dst + c + k * N);
+    }
+  }
+  for (int64_t g = c; g < padded; g += G)
+    for (int64_t i = 0; i < G; ++i)
+      dst[g + C::Order(i, N)] = g + i < count ? LoadScalarF32(src + (g + i) * stride) : 0.0f;
+}
+
+// Accumulators of kTokens tokens for the channel group at c (x rows at row_c), into acc_out (rows kConvAccBlock apart).
+template <class T, int K, int kTokens>
+HWY_INLINE void Accumulate(DF df, const T* const* rows, int64_t row_c, const float* w, int64_t ws, const float* bias,
+                           int64_t c, float* acc_out) {
+  using C = Codec<T>;
+  constexpr int V = C::kVectors;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  VF acc[kTokens][V];
+  TXOPS_CONV_UNROLL for (int k = 0; k < V; ++k) {
+    const VF b = hn::Load(df, bias + c + k * N);
+    TXOPS_CONV_UNROLL for (int u = 0; u < kTokens; ++u) acc[u][k] = b;
+  }
+  // Window row i (0 .. K-2+kTokens) serves token u at tap j = i - u.
+  TXOPS_CONV_UNROLL for (int i = 0; i < K - 1 + kTokens; ++i) {
+    VF xi[V];
+    C::Load(df, rows[i] + row_c, xi);
+    TXOPS_CONV_UNROLL for (int u = 0; u < kTokens; ++u) {
+      const int j = i - u;
+      if (j < 0 || j >= K) continue;
+      TXOPS_CONV_UNROLL for (int k = 0; k < V; ++k) {
+        acc[u][k] = hn::MulAdd(hn::Load(df, w + j * ws + c + k * N), xi[k], acc[u][k]);
+      }
+    }
+  }
+  TXOPS_CONV_UNROLL for (int u = 0; u < kTokens; ++u)
+    TXOPS_CONV_UNROLL for (int k = 0; k < V; ++k) hn::Store(acc[u][k], df, acc_out + u * kConvAccBlock + k * N);
+}
+
+// Tokens [t, t + kTokens), channels [cb, cb + nb) of the item (nb <= kConvAccBlock); rows[i] is window row i at
+// channel 0, ahead[] the x rows to prefetch (null: none).
+template <class T, int K, bool kSilu, int kTokens>
+void ContiguousBlock(const T* const* rows, const T* const* ahead, const float* w, int64_t ws, const float* bias,
+                     T* const* ys, int64_t cb, int64_t nb, bool stream, float* acc) {
+  using C = Codec<T>;
+  constexpr int V = C::kVectors;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), G = V * N;
+  for (int r = 0; r < kTokens; ++r) {
+    if (ahead[r] == nullptr) continue;
+    const char* line = reinterpret_cast<const char*>(ahead[r] + cb);
+    for (int64_t byte = 0; byte < nb * static_cast<int64_t>(sizeof(T)); byte += 64) hwy::Prefetch(line + byte);
+  }
+  int64_t i = 0;
+  for (; i + G <= nb; i += G) Accumulate<T, K, kTokens>(df, rows, cb + i, w, ws, bias, cb + i, acc + i);
+  if (i < nb) {  // part of a group: through zero-padded copies of the rows
+    HWY_ALIGN T row_buf[K - 1 + kTokens][2 * kMaxLanes] = {};
+    const T* tail_rows[K - 1 + kTokens];
+    for (int r = 0; r < K - 1 + kTokens; ++r) {
+      std::memcpy(static_cast<void*>(row_buf[r]), rows[r] + cb + i, (nb - i) * sizeof(T));
+      tail_rows[r] = row_buf[r];
+    }
+    Accumulate<T, K, kTokens>(df, tail_rows, 0, w, ws, bias, cb + i, acc + i);
+  }
+  for (int u = 0; u < kTokens; ++u) {
+    const float* a = acc + u * kConvAccBlock;
+    T* y = ys[u] + cb;
+    for (int64_t g = 0; g < nb; g += G) {
+      VF v[V];
+      for (int k = 0; k < V; ++k) v[k] = kSilu ? Silu(df, hn::Load(df, a + g + k * N)) : hn::Load(df, a + g + k * N);
+      if (g + G <= nb) {
+        C::Store(df, v, y + g, stream);
+      } else {
+        HWY_ALIGN T tail[2 * kMaxLanes];
+        C::Store(df, v, tail, false);
+        std::memcpy(static_cast<void*>(y + g), tail, (nb - g) * sizeof(T));
+      }
+    }
+  }
+}
+
+// x rows are prefetched this many tokens ahead (two groups of four); channels per super-block (below).
+constexpr int64_t kPrefetchTokens = 8, kConvSuperBlock = 1024;
+
+template <class T, int K, bool kSilu>
+void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch, bool* prepared) {
+  const int64_t b = it.sequence, c0 = it.channel_begin, nc = it.channel_end - it.channel_begin;
+  const int64_t wpad = (p.dim + 31) / 32 * 32;  // item channel starts are multiples of 32: whole groups
+  const T* xb = v.x + p.x_offset[b] + c0;
+  T* yb = v.y + p.y_offset[b] + c0;
+  // scratch (conv_scratch_floats): K weight rows and the bias over all channels (fp32, codec order; converted by
+  // the first item of the range), the accumulators, the staged history rows and a zero row (T).
+  float* w = scratch;
+  float* bias = w + K * wpad;
+  float* acc = bias + wpad;
+  T* staged = reinterpret_cast<T*>(acc + 4 * kConvAccBlock);
+  T* zeros = staged + (K - 1) * nc;
+  if (!*prepared) {
+    for (int64_t j = 0; j < K; ++j) LoadRowInOrder(v.weight + j * v.wk, v.wc, p.dim, wpad, w + j * wpad);
+    if (p.has_bias)
+      LoadRowInOrder(v.bias, v.bc, p.dim, wpad, bias);
+    else
+      std::fill(bias, bias + wpad, 0.0f);
+    *prepared = true;
+  }
+  // History rows with a channel stride other than 1 (a channel-first state) are copied, as stored, first.
+  const T* history = p.history_row[b] >= 0 ? v.states + p.line[b] * v.sl + p.history_row[b] * v.sr + c0 * v.sc
+                                            : nullptr;
+  int64_t history_stride = v.sr;
+  if (it.token_begin < K - 1) {
+    if (history == nullptr) {
+      std::memset(static_cast<void*>(zeros), 0, nc * sizeof(T));  // +0 in every storage type
+    } else if (v.sc != 1) {
+      for (int64_t i = 0; i < K - 1; ++i) CopyElements(history + i * v.sr, v.sc, staged + i * nc, 1, nc);
+      history = staged, history_stride = nc;
+    }
+  }
+  // Window row i of token t is p[t + i]: x row t + i - (K-1), or history row t + i (zeros without one).
+  auto window_row = [&](int64_t index) -> const T* {
+    if (index >= K - 1) return xb + (index - (K - 1)) * p.x_token_stride;
+    return history != nullptr ? history + index * history_stride : zeros;
+  };
+  auto run = [&](auto tokens_tag, int64_t t, int64_t cb, int64_t nb) {
+    constexpr int kTokens = decltype(tokens_tag)::value;
+    const T* rows[K - 1 + kTokens];
+    const T* ahead[kTokens];
+    T* ys[kTokens];
+    for (int i = 0; i < K - 1 + kTokens; ++i) rows[i] = window_row(t + i);
+    for (int u = 0; u < kTokens; ++u) {
+      const int64_t r = t + kPrefetchTokens + u;  // the group reads x rows t .. t + kTokens - 1 first
+      ahead[u] = r < it.token_end ? xb + r * p.x_token_stride : nullptr;
+    }
+    for (int u = 0; u < kTokens; ++u) ys[u] = yb + (t + u) * p.y_token_stride;
+    ContiguousBlock<T, K, kSilu, kTokens>(rows, ahead, w + c0, wpad, bias + c0, ys, cb, nb, p.stream_y, acc);
+  };
+  // Super-blocks of channels outside, tokens inside: a super-block's weights (fp32, 20 KB at K = 4) and window rows
+  // stay in L1 / L2 while x is still read in runs of 2 KB (bf16) that the memory system streams well.
+  for (int64_t sb = 0; sb < nc; sb += kConvSuperBlock) {
+    const int64_t se = std::min(nc, sb + kConvSuperBlock);
+    auto blocks = [&](auto tokens_tag, int64_t t) {
+      for (int64_t cb = sb; cb < se; cb += kConvAccBlock) run(tokens_tag, t, cb, std::min(kConvAccBlock, se - cb));
+    };
+    int64_t t = it.token_begin;
+    for (; t + 4 <= it.token_end; t += 4) blocks(std::integral_constant<int, 4>(), t);
+    for (; t < it.token_end; ++t) blocks(std::integral_constant<int, 1>(), t);
+  }
+  // The sequence's only reader of these history channels is done with them: write the line back while it is in
+  // cache (every sequence has a first item: plan.cpp sets this only when no length is zero).
+  if (p.write_back_in_pass1 && it.token_begin == 0) WriteBackChannels(p, v, b, c0, it.channel_end);
+}
+
+template <class T>
+void ItemsT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
+  const Typed<T> v(p);
+  bool prepared = false;
+  for (int64_t i = begin; i < end; ++i) {
+    const ConvItem& it = items[i];
+    if (p.line[it.sequence] < 0) {  // null_block_id: y is zero, the state is not touched
+      T* yb = v.y + p.y_offset[it.sequence] + it.channel_begin;
+      for (int64_t t = it.token_begin; t < it.token_end; ++t)
+        std::memset(static_cast<void*>(yb + t * p.y_token_stride), 0, (it.channel_end - it.channel_begin) * sizeof(T));
+      continue;
+    }
+    WithWidthAndActivation(p, [&](auto k, auto silu) {
+      ContiguousItem<T, decltype(k)::value, decltype(silu)::value>(p, it, v, scratch, &prepared);
+    });
+  }
+  if (p.stream_y) hwy::FlushStream();  // order the streaming stores before the caller's barrier
+}
+
+}  // namespace
+
+void ConvContiguousItems(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
+  switch (p.dtype) {
+    case DType::kBF16: return ItemsT<hwy::bfloat16_t>(p, items, begin, end, scratch);
+    case DType::kF16: return ItemsT<hwy::float16_t>(p, items, begin, end, scratch);
+    default: return ItemsT<float>(p, items, begin, end, scratch);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();

@@ -1,0 +1,153 @@
+// kernels_shared-inl.h — per-target (Highway) pieces of both causal-conv1d kernel files (kernels.cpp: the
+// staged and token-contiguous paths and the state write-back; kernels_contiguous.cpp: the channel-contiguous
+// path): the SiLU every path applies (so that all give the same bits), the typed views, the K / activation
+// dispatch, and the entry point of the channel-contiguous path.
+//
+// Include after <hwy/highway.h> inside a foreach_target translation unit; per-target include guard below.
+#if defined(TXOPS_OPS_CAUSAL_CONV1D_KERNELS_SHARED_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_OPS_CAUSAL_CONV1D_KERNELS_SHARED_INL_H_
+#undef TXOPS_OPS_CAUSAL_CONV1D_KERNELS_SHARED_INL_H_
+#else
+#define TXOPS_OPS_CAUSAL_CONV1D_KERNELS_SHARED_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "core/simd_convert-inl.h"
+#include "ops/causal_conv1d/problem.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+
+// The channel-contiguous path (kernels_contiguous.cpp): y of items [begin, end) when x and y have channel stride 1.
+void ConvContiguousItems(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch);
+
+namespace conv {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
+
+// SiLU v / (1 + e^-v). e^-v = 2^z, z = -v log2(e) clamped to [-126, 126] (2^126 < FLT_MAX; beyond, SiLU is v or
+// -0 to fp32 precision), split z = n + f with n an integer nearest to z, |f| <= 1/2: 2^f by its
+// degree-6 Taylor polynomial (relative error < 1.3e-7), 2^n by the exponent bits; 1/(1 + 2^z) by the hardware
+// reciprocal and one Newton step (~1e-7). n comes from adding 1.5 * 2^23 + 127: the sum's low mantissa bits are
+// then n + 127, already the biased exponent, so one shift makes 2^n (four operations where Round and a float to
+// int conversion took nine). A NaN v stays NaN (the clamps turn z into a number; v carries the NaN into the
+// product). Highway's Exp and a division cost three times as much, and the conv is otherwise memory-bound.
+HWY_INLINE VF Silu(DF df, VF v) {
+#if HWY_TARGET == HWY_SCALAR  // one lane: the libm functions
+  const float s = hn::GetLane(v);
+  return hn::Set(df, s / (1.0f + std::exp(std::min(-s, 88.0f))));
+#else
+  const hn::RebindToUnsigned<DF> du;
+  VF z = hn::Mul(v, hn::Set(df, -1.44269504088896341f));
+  z = hn::Min(hn::Max(z, hn::Set(df, -126.0f)), hn::Set(df, 126.0f));
+  const VF magic = hn::Set(df, 12583039.0f);  // 1.5 * 2^23 + 127: exact, and ulp 1 for |z| <= 126
+  const VF shifted = hn::Add(z, magic);        // z rounded to an integer (a tie goes to odd n: magic is odd)
+  const VF f = hn::Sub(z, hn::Sub(shifted, magic));
+  // 2^f on [-1/2, 1/2]: the Taylor coefficients c_k = (ln 2)^k / k! of e^(f ln 2), evaluated as
+  // ((c6 f^2 + c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0: one operation more than Horner's rule but 15 cycles
+  // deep instead of 24, and the conv's SiLU pass is bound by that latency.
+  const VF f2 = hn::Mul(f, f);
+  const VF p01 = hn::MulAdd(f, hn::Set(df, 6.9314718055994531e-1f), hn::Set(df, 1.0f));
+  const VF p23 = hn::MulAdd(f, hn::Set(df, 5.5504108664821580e-2f), hn::Set(df, 2.4022650695910071e-1f));
+  const VF p45 = hn::MulAdd(f, hn::Set(df, 1.3333558146428443e-3f), hn::Set(df, 9.6181291076284772e-3f));
+  VF poly = hn::MulAdd(f2, hn::Set(df, 1.5403530393381609e-4f), p45);
+  poly = hn::MulAdd(poly, f2, p23);
+  poly = hn::MulAdd(poly, f2, p01);
+  const VF scale = hn::BitCast(df, hn::ShiftLeft<23>(hn::BitCast(du, shifted)));  // 2^n: bits (n + 127) << 23
+  const VF d = hn::MulAdd(poly, scale, hn::Set(df, 1.0f));                        // 1 + 2^z
+  VF r = hn::ApproximateReciprocal(d);
+  r = hn::Mul(r, hn::NegMulAdd(d, r, hn::Set(df, 2.0f)));  // r (2 - d r)
+  return hn::Mul(v, r);
+#endif
+}
+
+// `count` raw elements `stride` apart (in T) from src to dst.
+template <class T>
+HWY_INLINE void CopyElements(const T* src, int64_t src_stride, T* dst, int64_t dst_stride, int64_t count) {
+  if (src_stride == 1 && dst_stride == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(T));
+    return;
+  }
+  for (int64_t c = 0; c < count; ++c) std::memcpy(dst + c * dst_stride, src + c * src_stride, sizeof(T));
+}
+
+// The views' element pointers and strides, typed.
+template <class T>
+struct Typed {
+  explicit Typed(const ConvProblem& p)
+      : x(static_cast<const T*>(p.x.data)), weight(static_cast<const T*>(p.weight.data)),
+        bias(static_cast<const T*>(p.bias.data)), y(static_cast<T*>(p.y.data)), states(static_cast<T*>(p.states.data)),
+        xc(p.x.strides[p.x.ndim - 1]), yc(p.y.strides[p.y.ndim - 1]), wk(p.weight.strides[0]),
+        wc(p.weight.strides[1]), bc(p.has_bias ? p.bias.strides[0] : 0), sl(p.states.strides[0]),
+        sr(p.states.strides[1]), sc(p.states.strides[2]) {}
+  const T* x;
+  const T* weight;
+  const T* bias;
+  T* y;
+  T* states;
+  int64_t xc, yc, wk, wc, bc, sl, sr, sc;
+};
+
+// Calls fn(integral_constant<int, K>, integral_constant<bool, silu>) for the problem's K and activation: the
+// kernels take both as template parameters, so that the tap loops unroll and hold nothing but arithmetic.
+template <class Fn>
+HWY_INLINE void WithWidthAndActivation(const ConvProblem& p, const Fn& fn) {
+  const auto with_activation = [&](auto k) {
+    if (p.activation == ConvActivation::kSilu)
+      fn(k, std::true_type());
+    else
+      fn(k, std::false_type());
+  };
+  switch (p.width) {
+    case 2: return with_activation(std::integral_constant<int, 2>());
+    case 3: return with_activation(std::integral_constant<int, 3>());
+    default: return with_activation(std::integral_constant<int, 4>());
+  }
+}
+
+// The state write-back (problem.h, pass 2) of sequence b's channels [c0, c1): row r of its line takes p[src(r)],
+// prefill the last S entries of p (rows with src < 0 stay as they are), update the window moved by one token
+// (rows r < min(K-2+L, S)). Per block of kConvStateBlock channels the history rows are saved as stored before any
+// row is written (rows may move up or down within the line).
+template <class T>
+void WriteBackChannels(const ConvProblem& p, const Typed<T>& v, int64_t b, int64_t c0, int64_t c1) {
+  if (p.line[b] < 0) return;
+  const int64_t K = p.width, S = p.state_len, L = p.length[b];
+  T history[3][kConvStateBlock];
+  for (int64_t cb = c0; cb < c1; cb += kConvStateBlock) {
+    const int64_t nc = std::min(kConvStateBlock, c1 - cb);
+    T* line = v.states + p.line[b] * v.sl + cb * v.sc;
+    const T* xb = v.x + p.x_offset[b] + cb * v.xc;
+    for (int64_t i = 0; i < K - 1; ++i) {
+      if (p.history_row[b] >= 0)
+        CopyElements(line + (p.history_row[b] + i) * v.sr, v.sc, history[i], 1, nc);
+      else
+        std::memset(static_cast<void*>(history[i]), 0, sizeof(history[i]));  // +0 in every storage type
+    }
+    const int64_t P = K - 1 + L, rows = p.update ? std::min(K - 2 + L, S) : S;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t src = p.update ? 1 + r : P - S + r;
+      if (src < 0) continue;
+      if (src < K - 1)
+        CopyElements(history[src], 1, line + r * v.sr, v.sc, nc);
+      else
+        CopyElements(xb + (src - (K - 1)) * p.x_token_stride, v.xc, line + r * v.sr, v.sc, nc);
+    }
+  }
+}
+
+}  // namespace conv
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
