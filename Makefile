@@ -24,7 +24,7 @@ VENV := .venv
 VENV_NP1 := .venv-numpy1
 PY_BUILD := build-py
 
-.PHONY: all deps build build-san build-tsan test test-cpp test-san test-tsan test-python venv bench python install clean
+.PHONY: all deps bench-deps build build-san build-tsan test test-cpp test-san test-tsan test-python venv bench python install clean
 
 all: build
 
@@ -121,8 +121,15 @@ $(VENV)/requirements-bench.txt: bench/requirements-bench.txt $(VENV)/requirement
 	$(VENV)/bin/python -m pip install -qq -r $< -c python/requirements-test.txt
 	cp $< $@
 
-bench: build python $(VENV)/requirements-bench.txt
+# The plot of `make bench` (bench/plot_bench.py) runs on Debian's Python with its matplotlib: no wheel of it here.
+bench-deps:
+	@dpkg-query -W -f='$${Status}' python3-matplotlib 2>/dev/null | grep -q "install ok installed" || { \
+	  echo "make bench: installing python3-matplotlib (the plot)"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib; }
+
+bench: build python $(VENV)/requirements-bench.txt bench-deps
 	@status=0; $(BUILD)/txops bench --json $(BUILD)/bench.json || status=$$?; \
+	/usr/bin/python3 bench/plot_bench.py $(BUILD)/bench.json || status=1; \
 	$(VENV)/bin/python bench/torch_rope.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) \
 	  --compile-dtypes $(BENCH_COMPILE_DTYPES) || status=1; \
 	$(VENV)/bin/python bench/torch_gdr.py --compare $(BUILD)/bench.json --peers $(BENCH_PEERS) || status=1; \

@@ -14,7 +14,7 @@ TXFUZZ_TARGET(causal_conv1d) {
   Session s(in);
   s.settings();
   const bool update = s.flag("op", "update");
-  static const int64_t kDims[] = {64, 8, 1, 7, 16, 65, 130, 4096, 0, 3};
+  static const int64_t kDims[] = {64, 8, 1, 7, 16, 65, 130, 4096, 0, 3, 300, 4139};
   const int64_t B = 1 + s.range(0, 3, "shape", "B"), K = 2 + s.range(0, 2, "shape", "K");
   int64_t dim = s.pick(kDims, "shape", "dim");
   const bool varlen = s.flag("shape", "varlen");

@@ -4,11 +4,14 @@
 // (TXOPS_GDR_KERNEL / TXOPS_GDR_SPLIT); finalState over initialState's memory, out over value's. With "ex.use":
 // aclnnChunkGatedDeltaRuleEx — states in a pool of P rows by stateIndicesOptional (in range, reversed, duplicated,
 // out of range), hasInitialStateOptional, snapshots every 0 / 64 / 128 (or an invalid count) into
-// checkpointsOptional of about the rows needed, checkpointStartsOptional int64 or null, kernelMode 0..3.
+// checkpointsOptional of about the rows needed, checkpointStartsOptional int64 or null, kernelMode 0..3. With
+// "grad.use": aclnnChunkGatedDeltaRuleGrad on the same forward inputs — gradOut, gradFinalStateOptional (or null),
+// the six gradients (gradGOptional with or without gOptional), gradInitialState over gradFinalState's memory.
 #include <algorithm>
 
 #include "aclnnop/aclnn_chunk_gated_delta_rule.h"
 #include "aclnnop/aclnn_chunk_gated_delta_rule_ex.h"
+#include "aclnnop/aclnn_chunk_gated_delta_rule_grad.h"
 #include "gdr.h"
 
 TXFUZZ_TARGET(chunk_gated_delta_rule) {
@@ -32,6 +35,26 @@ TXFUZZ_TARGET(chunk_gated_delta_rule) {
   aclTensor* s0 = s.tensor("s0", {rows, Nv, Dv, Dk}, sdt);
   aclTensor* len = s.tensor("lens", {B}, ACL_INT32, &lens);
   aclTensor* gt = s.flag("g", "absent") ? nullptr : s.tensor("g", {T, Nv}, ACL_FLOAT);
+  if (s.flag("grad", "use")) {
+    aclTensor* dout = s.tensor("dout", {T, Nv, Dv}, adt);
+    aclTensor* dfs = s.flag("dfs", "absent") ? nullptr : s.tensor("dfs", {B, Nv, Dv, Dk}, sdt);
+    aclTensor* dq = s.tensor("dq", {T, Nk, Dk}, adt);
+    aclTensor* dk = s.tensor("dk", {T, Nk, Dk}, adt);
+    aclTensor* dv = s.tensor("dv", {T, Nv, Dv}, adt);
+    aclTensor* dbeta = s.tensor("dbeta", {T, Nv}, adt);
+    // gradGOptional goes with gOptional; the input may give one without the other (refused).
+    aclTensor* dg = (gt != nullptr) != s.flag("dg", "mismatch") ? s.tensor("dg", {T, Nv}, ACL_FLOAT) : nullptr;
+    const int64_t ds0_kind = dfs == nullptr ? 0 : s.range(0, 2, "ds0", "alias");
+    aclTensor* ds0 = ds0_kind == 0 ? s.tensor("ds0", {B, Nv, Dv, Dk}, sdt) : s.alias("ds0", dfs, ds0_kind - 1);
+    s.two_phases(
+        "aclnnChunkGatedDeltaRuleGrad",
+        [&](uint64_t* ws, aclOpExecutor** e) {
+          return aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(q, k, v, beta, s0, len, gt, scale, dout, dfs, dq, dk, dv,
+                                                              dbeta, dg, ds0, ws, e);
+        },
+        [&](void* w, uint64_t n, aclOpExecutor* e, aclrtStream st) { return aclnnChunkGatedDeltaRuleGrad(w, n, e, st); });
+    return;
+  }
   const int64_t out_kind = s.range(0, 2, "out", "alias");  // 0 separate, 1 value's tensor, 2 value's memory
   aclTensor* out = out_kind == 0 ? s.tensor("out", {T, Nv, Dv}, adt) : s.alias("out", v, out_kind - 1);
   const int64_t s1_kind = s.range(0, 2, "s1", "alias");

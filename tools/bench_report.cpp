@@ -1,9 +1,11 @@
-// bench_report.cpp — the results table (stdout) and the JSON records of `txops bench`.
+// bench_report.cpp — the results table (stdout), its per-suite summary, and the JSON records of `txops bench`.
 #include "bench_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace txops {
 namespace bench {
@@ -85,6 +87,42 @@ const char* kind_name(CaseKind k) {
 
 }  // namespace
 
+double judged_ratio(const CaseResult& r) {
+  if (r.kind == CaseKind::kGdrDecode) return r.state_ratio;
+  return counts_flops(r.kind) ? r.flops_ratio : r.ratio;
+}
+
+const char* judged_limit(const CaseResult& r) {
+  if (r.kind == CaseKind::kGdrDecode) return "copy (state traffic)";
+  return counts_flops(r.kind) ? "fp32 FMA peak" : "copy";
+}
+
+void print_summary(FILE* out, const std::vector<CaseResult>& results) {
+  std::vector<std::pair<std::string, int>> groups;  // (suite, threads) in first-seen order
+  for (const CaseResult& r : results)
+    if (std::find(groups.begin(), groups.end(), std::make_pair(r.suite, r.threads)) == groups.end())
+      groups.emplace_back(r.suite, r.threads);
+  std::fprintf(out, "# summary, ISA %s: per suite and thread count, the worst case's fraction of its limit, and the "
+                    "median over the suite's cases\n",
+               isa_name(active_isa()));
+  for (const auto& g : groups) {
+    std::vector<double> ratios;
+    const CaseResult* worst = nullptr;
+    for (const CaseResult& r : results) {
+      if (r.suite != g.first || r.threads != g.second || !r.passed) continue;
+      ratios.push_back(judged_ratio(r));
+      if (worst == nullptr || judged_ratio(r) < judged_ratio(*worst)) worst = &r;
+    }
+    if (worst == nullptr) continue;
+    std::sort(ratios.begin(), ratios.end());
+    const double median = ratios.size() % 2 ? ratios[ratios.size() / 2]
+                                            : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+    std::fprintf(out, "# %-20s %d thr: worst %5.1f %% of %s (%s %s %s), median %5.1f %% over %zu case(s)\n",
+                 g.first.c_str(), g.second, 100 * judged_ratio(*worst), judged_limit(*worst), worst->op.c_str(),
+                 worst->dtype.c_str(), worst->shape.c_str(), 100 * median, ratios.size());
+  }
+}
+
 bool write_json(const std::string& path, const std::vector<CaseResult>& results) {
   std::ostringstream o;
   o << "[\n";
@@ -98,7 +136,8 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
       << ", \"ratio\": " << number(r.ratio) << ", \"copy_gbps\": " << number(r.copy_gbps)
       << ", \"copy_nt_gbps\": " << number(r.copy_nt_gbps) << ", \"triad_gbps\": " << number(r.triad_gbps)
       << ", \"parallel_region_s\": " << number(r.parallel_region_s) << ", \"max_err\": " << number(r.max_err)
-      << ", \"passed\": " << (r.passed ? "true" : "false");
+      << ", \"passed\": " << (r.passed ? "true" : "false") << ", \"isa\": " << quoted(isa_name(active_isa()))
+      << ", \"judged_ratio\": " << number(judged_ratio(r)) << ", \"judged_limit\": " << quoted(judged_limit(r));
     if (counts_flops(r.kind))
       o << ", \"flops\": " << number(r.flops) << ", \"gflops\": " << number(r.gflops)
         << ", \"limit_gflops\": " << number(r.limit_gflops) << ", \"flops_ratio\": " << number(r.flops_ratio)

@@ -37,6 +37,12 @@ struct CaseResult {
 void print_table_header(FILE* out);
 void print_table_row(FILE* out, const CaseResult& r);
 void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s);
+// The fraction of its limit a case is judged by (FMA peak for the gated delta rule's prefill and backward, copy
+// bandwidth of the state traffic for its decode, copy bandwidth of all bytes otherwise) and that limit's name.
+double judged_ratio(const CaseResult& r);
+const char* judged_limit(const CaseResult& r);
+// One line per (suite, thread count): the worst judged ratio and its case, the median; a regression shows here.
+void print_summary(FILE* out, const std::vector<CaseResult>& results);
 // Writes the records (a JSON list, one object per case); false when the file cannot be written.
 bool write_json(const std::string& path, const std::vector<CaseResult>& results);
 

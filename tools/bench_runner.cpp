@@ -295,6 +295,7 @@ int run_bench(const BenchOptions& options) {
     print_table_row(stdout, r);
     (r.passed ? passed : failed) += 1;
   }
+  print_summary(stdout, results);
   if (!options.json.empty() && !write_json(options.json, results))
     std::fprintf(stderr, "txops bench: cannot write %s\n", options.json.c_str());
   std::printf("%d passed, %d failed\n", passed, failed);
