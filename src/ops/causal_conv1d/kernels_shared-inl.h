@@ -40,7 +40,8 @@ constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
 // reciprocal and one Newton step (~1e-7). n comes from adding 1.5 * 2^23 + 127: the sum's low mantissa bits are
 // then n + 127, already the biased exponent, so one shift makes 2^n (four operations where Round and a float to
 // int conversion took nine). A NaN v stays NaN (the clamps turn z into a number; v carries the NaN into the
-// product). Highway's Exp and a division cost three times as much, and the conv is otherwise memory-bound.
+// product). Highway's Exp and a division cost three times as much; even so, this is most of the conv's
+// arithmetic, which on AVX2 bounds it before memory does (README.md, "Speed").
 HWY_INLINE VF Silu(DF df, VF v) {
 #if HWY_TARGET == HWY_SCALAR  // one lane: the libm functions
   const float s = hn::GetLane(v);
