@@ -2,12 +2,14 @@
 // CANN's (B, L, dim) and varlen (T, dim) layouts), Highway AVX3 / AVX2 / SCALAR.
 //
 // No staging of x: window rows are read straight from it (the rows of the last K tokens are in cache); the weights
-// and the bias are converted to fp32 once per item. Per group of kTokens tokens and block of kConvAccBlock channels,
+// and the bias are converted to fp32 once per call and thread, for all channels. Channel super-blocks
+// (kConvSuperBlock) go outside, tokens inside. Per group of kTokens tokens and block of kConvAccBlock channels,
 // pass (a) computes the accumulators, kTokens per channel group sharing its K weight vectors (7 row loads for 4
 // outputs at K = 4), into an fp32 buffer that stays in L1; pass (b) applies the activation and rounds into y.
 // Split so, pass (b) is a short loop of independent iterations that the out-of-order core overlaps by the dozen;
 // fused, each iteration held four long SiLU chains and the core waited on their latency. Same operations in the same
-// order as the other paths (kernels.cpp), so the same bits. Large outputs are written with streaming stores.
+// order as the other paths (kernels.cpp), so the same bits. Large outputs are written with streaming stores, and a
+// sequence's first chunk writes its conv-state line back (problem.h, write_back_in_pass1).
 //
 // bf16 rows are read and written as "pair" vectors: 2N elements load as N u32 lanes, the even channels are the low
 // halves (one shift widens them) and the odd ones the high halves (one mask), and a store merges two rounded vectors
