@@ -181,7 +181,8 @@ int64_t conv_scratch_floats(const ConvProblem& p) {
   const int64_t segment = 2 * (kConvSegment + 2 * 16);    // the token-contiguous path: carry + segment, out
   // The contiguous path: K + 1 fp32 rows over all channels (weights, bias; padded to the widest target's group of
   // 32 bf16 pair channels), the accumulators, and K rows of T (history, zeros) of one item.
-  const int64_t contiguous = (p.width + 1) * ((p.dim + 31) / 32 * 32) + 4 * kConvAccBlock + p.width * stride;
+  const int64_t contiguous =
+      (p.width + 1) * ((p.dim + 31) / 32 * 32) + kConvTokenGroup * kConvAccBlock + p.width * stride;
   return std::max({staged, segment, contiguous});
 }
 

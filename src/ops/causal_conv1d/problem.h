@@ -48,8 +48,10 @@ constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvStateBlo
 enum class ConvPath { kChannelContiguous, kTokenContiguous, kStaged };
 ConvPath conv_path(const ConvProblem& p);
 constexpr int64_t kConvTokenContiguousChannels = 16, kConvSegment = 1024;
-// The channel-contiguous path computes blocks of kConvAccBlock channels x up to 4 tokens into fp32 first.
+// The channel-contiguous path computes blocks of kConvAccBlock channels x groups of kConvTokenGroup tokens into
+// fp32 first.
 constexpr int64_t kConvAccBlock = 256;
+constexpr int kConvTokenGroup = 4;
 
 struct ConvItem {
   int64_t sequence, token_begin, token_end, channel_begin, channel_end;
