@@ -4,7 +4,8 @@
 // state lengths, initial-state modes, cache indices with skipped sequences, bias, activation; channel-first
 // strided views (transformers' layouts) and offset views; the states compared exactly (they are copies), lines
 // the call does not own byte-identical; prefill then update equals one longer prefill; bit-identical results
-// for 1..4 threads. Validation has its own file section at the end.
+// for 1..4 threads; large shapes (every block of the channel-contiguous path, streaming stores) and NaN / inf
+// inputs give the staged path's bits. Validation has its own file section at the end.
 #include <gtest/gtest.h>
 
 #include <cmath>
