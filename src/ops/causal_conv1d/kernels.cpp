@@ -179,10 +179,9 @@ int64_t conv_scratch_floats(const ConvProblem& p) {
   const int64_t width = std::min(p.dim, kConvChannelChunk), stride = (width + 15) / 16 * 16;  // whole vectors
   const int64_t staged = (2 * p.width + 2) * stride;       // the staged path: 2K + 2 fp32 rows
   const int64_t segment = 2 * (kConvSegment + 2 * 16);    // the token-contiguous path: carry + segment, out
-  // The contiguous path: K + 1 fp32 rows over all channels (weights, bias; padded to the widest target's group of
-  // 32 bf16 pair channels), the accumulators, and K rows of T (history, zeros) of one item.
-  const int64_t contiguous =
-      (p.width + 1) * ((p.dim + 31) / 32 * 32) + kConvTokenGroup * kConvAccBlock + p.width * stride;
+  // The contiguous path: K + 1 fp32 rows over all channels (weights, bias), the accumulators, and K rows of T
+  // (history, zeros) of one item.
+  const int64_t contiguous = (p.width + 1) * conv_weight_stride(p) + kConvTokenGroup * kConvAccBlock + p.width * stride;
   return std::max({staged, segment, contiguous});
 }
 

@@ -195,26 +195,18 @@ constexpr int kGroup = kConvTokenGroup;
 constexpr int64_t kPrefetchTokens = 2 * kGroup, kConvSuperBlock = 1024;
 
 template <class T, int K, bool kSilu>
-void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch, bool* prepared) {
+void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch) {
   const int64_t b = it.sequence, c0 = it.channel_begin, nc = it.channel_end - it.channel_begin;
-  const int64_t wpad = (p.dim + 31) / 32 * 32;  // item channel starts are multiples of 32: whole groups
+  const int64_t wpad = conv_weight_stride(p);
   const T* xb = v.x + p.x_offset[b] + c0;
   T* yb = v.y + p.y_offset[b] + c0;
-  // scratch (conv_scratch_floats): K weight rows and the bias over all channels (fp32, codec order; converted by
-  // the first item of the range), the accumulators, the staged history rows and a zero row (T).
+  // scratch (conv_scratch_floats): K weight rows and the bias over all channels (fp32, codec order; ItemsT
+  // converts them), the accumulators, the staged history rows and a zero row (T).
   float* w = scratch;
   float* bias = w + K * wpad;
   float* acc = bias + wpad;
   T* staged = reinterpret_cast<T*>(acc + kGroup * kConvAccBlock);
   T* zeros = staged + (K - 1) * nc;
-  if (!*prepared) {
-    for (int64_t j = 0; j < K; ++j) LoadRowInOrder(v.weight + j * v.wk, v.wc, p.dim, wpad, w + j * wpad);
-    if (p.has_bias)
-      LoadRowInOrder(v.bias, v.bc, p.dim, wpad, bias);
-    else
-      std::fill(bias, bias + wpad, 0.0f);
-    *prepared = true;
-  }
   // History rows with a channel stride other than 1 (a channel-first state) are copied, as stored, first.
   const T* history = p.history_row[b] >= 0 ? v.states + p.line[b] * v.sl + p.history_row[b] * v.sr + c0 * v.sc
                                             : nullptr;
@@ -264,7 +256,14 @@ void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v,
 template <class T>
 void ItemsT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
   const Typed<T> v(p);
-  bool prepared = false;
+  // The K weight rows and the bias, once for every item of the range (ContiguousItem's scratch layout).
+  const int64_t wpad = conv_weight_stride(p);
+  for (int64_t j = 0; j < p.width; ++j) LoadRowInOrder(v.weight + j * v.wk, v.wc, p.dim, wpad, scratch + j * wpad);
+  float* bias = scratch + p.width * wpad;
+  if (p.has_bias)
+    LoadRowInOrder(v.bias, v.bc, p.dim, wpad, bias);
+  else
+    std::fill(bias, bias + wpad, 0.0f);
   for (int64_t i = begin; i < end; ++i) {
     const ConvItem& it = items[i];
     if (p.line[it.sequence] < 0) {  // null_block_id: y is zero, the state is not touched
@@ -274,7 +273,7 @@ void ItemsT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t 
       continue;
     }
     WithWidthAndActivation(p, [&](auto k, auto silu) {
-      ContiguousItem<T, decltype(k)::value, decltype(silu)::value>(p, it, v, scratch, &prepared);
+      ContiguousItem<T, decltype(k)::value, decltype(silu)::value>(p, it, v, scratch);
     });
   }
   if (p.stream_y) hwy::FlushStream();  // order the streaming stores before the caller's barrier

@@ -52,6 +52,9 @@ constexpr int64_t kConvTokenContiguousChannels = 16, kConvSegment = 1024;
 // fp32 first.
 constexpr int64_t kConvAccBlock = 256;
 constexpr int kConvTokenGroup = 4;
+// The channel-contiguous path's fp32 weight and bias rows cover all channels, padded to the widest target's group
+// (32 bf16 pair channels); item channel starts are multiples of 32, so every item starts on a whole group.
+inline int64_t conv_weight_stride(const ConvProblem& p) { return (p.dim + 31) / 32 * 32; }
 
 struct ConvItem {
   int64_t sequence, token_begin, token_end, channel_begin, channel_end;
