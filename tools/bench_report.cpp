@@ -7,6 +7,8 @@
 #include <sstream>
 #include <utility>
 
+#include "bench_util.h"
+
 namespace txops {
 namespace bench {
 
@@ -115,8 +117,7 @@ void print_summary(FILE* out, const std::vector<CaseResult>& results) {
     }
     if (worst == nullptr) continue;
     std::sort(ratios.begin(), ratios.end());
-    const double median = ratios.size() % 2 ? ratios[ratios.size() / 2]
-                                            : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+    const double median = median_of_sorted(ratios);
     std::fprintf(out, "# %-20s %d thr: worst %5.1f %% of %s (%s %s %s), median %5.1f %% over %zu case(s)\n",
                  g.first.c_str(), g.second, 100 * judged_ratio(*worst), judged_limit(*worst), worst->op.c_str(),
                  worst->dtype.c_str(), worst->shape.c_str(), 100 * median, ratios.size());

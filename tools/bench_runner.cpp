@@ -43,7 +43,7 @@ Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps) 
   Timing t;
   t.reps = reps;
   t.min_s = times.front();
-  t.median_s = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+  t.median_s = median_of_sorted(times);
   return t;
 }
 

@@ -17,6 +17,9 @@ namespace bench {
 // Seconds on a monotonic clock.
 double now_seconds();
 
+// The median of values sorted ascending (not empty).
+double median_of_sorted(const std::vector<double>& sorted);
+
 // Owned, 64-byte-aligned, zero-initialised memory (pages touched once, so timings see no page faults).
 class Buffer {
  public:
