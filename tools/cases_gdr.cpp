@@ -1,8 +1,10 @@
 // cases_gdr.cpp — the gated delta rule suites of docs/measurement.md as bench cases: qwen3-next-prefill
 // (ChunkGatedDeltaRule, Nk=16, Nv=32, Dk=Dv=128: one sequence of T, B equal sequences, B ragged ones; and one
 // sequence on one head, Nk=Nv=1, the chunk-parallel case) and
-// qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool), and qwen3-next-train (the
-// prefill's backward, chunk_gated_delta_rule_grad, on the prefill shapes: one sequence, equal, ragged). bf16 by
+// qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool; variant key_major: the pool in
+// (pool, Nv, Dk, Dv) memory order, as transformers and fla keep it, read through its transposed view), and
+// qwen3-next-train (the prefill's backward, chunk_gated_delta_rule_grad, on the prefill shapes: one sequence,
+// equal, ragged). bf16 by
 // default (q, k, v, beta, out and the states share the dtype; g is fp32); fp32 on request.
 // FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm (the backward: 25*Dk*Dv, the count of
 // src/ops/gated_delta_rule/README.md "Backward"). Bytes: every input and output once;
@@ -163,8 +165,17 @@ class RecurrentGdrCase : public BenchCase {
     v_ = HostTensor(dt, {T, Nv, Dv});
     beta_ = HostTensor(dt, {T, Nv});
     g_ = HostTensor(DType::kF32, {T, Nv});
-    state_ = HostTensor(dt, {pool, Nv, Dv, Dk});
-    state0_ = HostTensor(dt, {pool, Nv, Dv, Dk});
+    // key_major: the pool in (pool, Nv, Dk, Dv) memory order (transformers' and fla's state), read through its
+    // (pool, Nv, Dv, Dk) transposed view
+    const bool key_major = spec.variant == "key_major";
+    state_ = key_major ? HostTensor(dt, {pool, Nv, Dk, Dv}) : HostTensor(dt, {pool, Nv, Dv, Dk});
+    state0_ = key_major ? HostTensor(dt, {pool, Nv, Dk, Dv}) : HostTensor(dt, {pool, Nv, Dv, Dk});
+    if (key_major) {
+      for (TensorView* view : {&state_.view, &state0_.view}) {
+        std::swap(view->shape[2], view->shape[3]);
+        std::swap(view->strides[2], view->strides[3]);
+      }
+    }
     out_ = HostTensor(dt, {T, Nv, Dv});
     lens_ = int32_tensor(std::vector<int32_t>(static_cast<size_t>(B), 1));
     std::vector<int32_t> slots(static_cast<size_t>(T));
@@ -339,6 +350,8 @@ std::vector<CaseSpec> gdr_suites(bool quick) {
     s.dims = quick ? Dims{{"B", 4}, {"Nk", 2}, {"Nv", 4}, {"Dk", 32}, {"Dv", 32}, {"pool", 16}}
                    : Dims{{"B", 64}, {"Nk", 16}, {"Nv", 32}, {"Dk", 128}, {"Dv", 128}, {"pool", 256}};
     s.make = make_case<RecurrentGdrCase>;
+    specs.push_back(s);
+    s.variant = "key_major";
     specs.push_back(s);
   }
   return specs;

@@ -107,6 +107,14 @@ void IsaTest::TearDown() { scope_.reset(); }
 
 std::string isa_test_name(const ::testing::TestParamInfo<Isa>& info) { return isa_name(info.param); }
 
+int fp32_lanes(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return 16;
+    case Isa::kAvx2: return 8;
+    default: return 1;
+  }
+}
+
 // ---- what the planner chose -------------------------------------------------------------------------------
 void forget_plan() { reset_plan_record(); }
 PlanRecord last_plan() { return last_plan_record(); }

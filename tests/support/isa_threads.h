@@ -99,6 +99,7 @@ class IsaTest : public ::testing::TestWithParam<Isa> {
   std::unique_ptr<ScopedIsa> scope_;
 };
 std::string isa_test_name(const ::testing::TestParamInfo<Isa>& info);  // "scalar", "avx2", "avx512"
+int fp32_lanes(Isa isa);  // 1, 8, 16: the fp32 lanes of the ISA's vectors
 
 // Declares fixture `Suite` (an IsaTest) and instantiates its TEST_Ps once per ISA: Suite.Name/scalar, /avx2, /avx512.
 #define TXOPS_ISA_TEST_SUITE(Suite)                                                               \

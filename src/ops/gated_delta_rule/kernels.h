@@ -15,6 +15,8 @@ namespace txops {
 constexpr int64_t kGdrTokenBlock = 64;
 // Tokens per chunk of the chunked prefill kernel.
 constexpr int64_t kGdrChunk = 64;
+// Widest value head the key-major decode kernel takes (its column sums live in two stack arrays of this size).
+constexpr int64_t kGdrKeyMajorMaxValueDim = 512;
 
 // How one ISA lays out a state row: Dk padded to a whole number of vectors; `register_rows` > 0 when a
 // register-resident micro-kernel exists for that width (rows kept in registers across a token block).
@@ -22,6 +24,7 @@ struct GdrRowLayout {
   int64_t key_dim_padded = 0;
   int64_t vectors_per_row = 0;
   int register_rows = 0;  // 0: the generic in-memory row loop
+  int64_t lanes = 1;      // fp32 lanes of a vector
   bool token_major = false;  // k and q of a token fit in registers next to a row (TokenMajorRows, OneTokenRows)
 };
 
@@ -30,6 +33,10 @@ struct GdrPlan {
   GdrRowLayout layout;
   int threads = 1;
   bool direct_state = false;       // decode: rows read/written straight from/to the pool (no fp32 staging)
+  bool key_major_state = false;    // decode, one token per sequence, a pool whose v stride is 1 (its memory order
+                                   // (P, Nv, Dk, Dv)): OneTokenKeyMajor straight on the pool
+  bool prefill_one_token_direct = false;  // recurrent prefill: a sequence of one token goes straight from its
+                                          // initial to its final state (both laid out for a one-token kernel)
   bool avx512_bf16 = false;        // decode: the AVX3 kernel may round bf16 states with vcvtneps2bf16;
                                    // chunked prefill: bf16 grams with vdpbf16ps
   bool chunked = false;            // prefill: the chunked kernel (kernels_chunked.cpp) instead of the recurrent one

@@ -34,6 +34,7 @@
 
 #include "core/parallel.h"
 #include "core/simd_convert-inl.h"
+#include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/chunked_gemm-inl.h"
 #include "ops/gated_delta_rule/chunked_layout.h"
 #include "ops/gated_delta_rule/kernels.h"
@@ -78,24 +79,12 @@ void LoadRow(const T* src, int64_t stride, int64_t count, int64_t padded, float 
 // ---- phase one ----
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-// dst (8 x 8, row stride ld_dst) = transpose of src (8 x 8, row stride ld_src): AVX2 unpack / shuffle / permute.
+// dst (8 x 8, row stride ld_dst) = transpose of src (8 x 8, row stride ld_src).
 HWY_INLINE void Transpose8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
-  __m256 r[8], t[8];
+  __m256 r[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(dst + i * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(dst + (i + 4) * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-  }
+  TransposeTile8x8(r);
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ld_dst, r[i]);
 }
 #endif
 
@@ -323,11 +312,11 @@ void StageColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_
     return;
   }
   const TS* in = StateHead<TS>(p.state_in, p.read_slot[b], h);
-  for (int64_t c = 0; c < p.key_dim; ++c) {
-    for (int64_t r = c0; r < r_end; ++r)
-      st[c * dvp + r] = LoadScalarF32(in + r * p.state_in.strides[2] + c * p.state_in.strides[3]);
+  if (r_end > c0)  // (core/simd_matrix_copy-inl.h: a value-major state moves in 8 x 8 register tiles)
+    LoadMatrixF32(in + c0 * p.state_in.strides[2], p.state_in.strides[3], p.state_in.strides[2], p.key_dim,
+                  r_end - c0, st + c0, dvp);
+  for (int64_t c = 0; c < p.key_dim; ++c)
     for (int64_t r = std::max(c0, dv); r < c1; ++r) st[c * dvp + r] = 0.0f;
-  }
 }
 
 // Columns [c0, c1) of st (Sᵀ) rounded into row `row` of `dst` (finalState or the snapshots), head h.
@@ -335,9 +324,9 @@ template <class TD>
 void StoreColumnsTo(const GdrProblem& p, int64_t dvp, const TensorView& dst, int64_t row, int64_t h, int64_t c0,
                     int64_t c1, const float* st) {
   TD* out = StateHead<TD>(dst, row, h);
-  for (int64_t r = c0; r < std::min(c1, p.value_dim); ++r)
-    for (int64_t c = 0; c < p.key_dim; ++c)
-      StoreScalarF32(st[c * dvp + r], out + r * dst.strides[2] + c * dst.strides[3]);
+  const int64_t r_end = std::min(c1, p.value_dim);
+  if (r_end > c0)
+    StoreMatrixF32(st + c0, dvp, p.key_dim, r_end - c0, out + c0 * dst.strides[2], dst.strides[3], dst.strides[2]);
 }
 
 // The final Sᵀ of (b, h) into finalState.

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "core/simd_convert-inl.h"
+#include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -460,6 +461,63 @@ void OneTokenTokens(int64_t vectors, bool bf16_insn, const TokenPack& tp, const 
   }
 }
 
+// ---- decode, one token, on a key-major pool: element (v, k) of a head at base + k * key_stride + v ----
+// The memory order of transformers' and fla's [N, HV, K, V] states, which reach txops as their transposed views.
+// Vectors run along v, so the dot products become column sums over the Dk memory rows:
+//   (1) sk = Sᵀ(a⊙k), sq = Sᵀ(a⊙q), four memory rows per step into L1 accumulators of Dv floats;
+//       c = beta (v - sk), o = sq + c (k.q);
+//   (2) S <- a⊙S + k cᵀ, row by row, from the copy pass (1) left in L1/L2.
+// The state traffic is one read and one write, as for the value-major kernels. dv is a multiple of the lanes.
+template <bool kVectorDecay, class TS>
+HWY_NOINLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
+                                   int64_t out_stride) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv;
+  HWY_ALIGN float sk[kGdrKeyMajorMaxValueDim], sq[kGdrKeyMajorMaxValueDim];
+  for (int64_t j = 0; j < dv; j += N) hn::Store(hn::Zero(df), df, sk + j), hn::Store(hn::Zero(df), df, sq + j);
+  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
+  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  constexpr int kRows = 4;
+  int64_t r = 0;
+  for (; r + kRows <= dk; r += kRows) {
+    VF kb[kRows], qb[kRows];
+    for (int i = 0; i < kRows; ++i) kb[i] = hn::Set(df, dot_k[r + i]), qb[i] = hn::Set(df, dot_q[r + i]);
+    const TS* row = s_in + r * in_stride;
+    for (int64_t j = 0; j < dv; j += N) {
+      VF acc_k = hn::Load(df, sk + j), acc_q = hn::Load(df, sq + j);
+      for (int i = 0; i < kRows; ++i) {
+        const VF sv = LoadF32(df, row + i * in_stride + j);
+        acc_k = hn::MulAdd(sv, kb[i], acc_k);
+        acc_q = hn::MulAdd(sv, qb[i], acc_q);
+      }
+      hn::Store(acc_k, df, sk + j);
+      hn::Store(acc_q, df, sq + j);
+    }
+  }
+  for (; r < dk; ++r) {
+    const VF kb = hn::Set(df, dot_k[r]), qb = hn::Set(df, dot_q[r]);
+    for (int64_t j = 0; j < dv; j += N) {
+      const VF sv = LoadF32(df, s_in + r * in_stride + j);
+      hn::Store(hn::MulAdd(sv, kb, hn::Load(df, sk + j)), df, sk + j);
+      hn::Store(hn::MulAdd(sv, qb, hn::Load(df, sq + j)), df, sq + j);
+    }
+  }
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  const VF alpha_v = hn::Set(df, alpha), beta = hn::Set(df, tp.beta[0]), kq = hn::Set(df, tp.key_dot_query[0]);
+  for (int64_t j = 0; j < dv; j += N) {  // sk becomes c
+    const VF c = hn::Mul(beta, hn::Sub(hn::LoadU(df, tp.value + j), hn::Mul(alpha_v, hn::Load(df, sk + j))));
+    hn::StoreU(hn::MulAdd(c, kq, hn::Mul(alpha_v, hn::Load(df, sq + j))), df, tp.out + j);
+    hn::Store(c, df, sk + j);
+  }
+  for (r = 0; r < dk; ++r) {
+    const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
+    const TS* src = s_in + r * in_stride;
+    TS* dst = s_out + r * out_stride;
+    for (int64_t j = 0; j < dv; j += N)
+      StoreF32(df, hn::MulAdd(kr, hn::Load(df, sk + j), hn::Mul(LoadF32(df, src + j), decay)), dst + j);
+  }
+}
+
 // True when TokenMajorRows handles this width (k and q of a token fit in registers next to a row).
 bool TokenMajorFits(int64_t vectors) { return HWY_TARGET != HWY_SCALAR && vectors <= kRegisterBudget / 2; }
 
@@ -525,16 +583,38 @@ HeadState<TS> StartState(const GdrPlan& plan, int64_t b, int64_t h, const void* 
   return PoolHead<TS>(p.state_in, p.read_slot[b], h);
 }
 
+// One token of one head straight from src to dst (the pool itself, or an initial state to a final state), with
+// the kernel the layout allows: key-major (v stride 1), or value-major rows (token-major registers or wide rows).
+// The plan checked that one applies (key_major_state / direct_state, prefill_one_token_direct).
+template <class TS>
+void OneTokenStraight(const GdrPlan& plan, const TokenPack& tp, const HeadState<TS>& src, const HeadState<TS>& dst) {
+  const int64_t vectors = plan.layout.vectors_per_row;
+  if (src.row_stride == 1 && src.col_stride != 1) {
+    if (tp.decay) {
+      OneTokenKeyMajor<true, TS>(tp, plan.problem.key_dim, src.base, src.col_stride, dst.base, dst.col_stride);
+    } else {
+      OneTokenKeyMajor<false, TS>(tp, plan.problem.key_dim, src.base, src.col_stride, dst.base, dst.col_stride);
+    }
+  } else if (plan.layout.token_major) {
+    OneTokenTokens<TS>(vectors, plan.avx512_bf16, tp, src.base, src.row_stride, dst.base, dst.row_stride);
+  } else if (tp.decay) {
+    OneTokenWideRows<true, TS>(tp, vectors, src.base, src.row_stride, dst.base, dst.row_stride);
+  } else {
+    OneTokenWideRows<false, TS>(tp, vectors, src.base, src.row_stride, dst.base, dst.row_stride);
+  }
+}
+
+// (core/simd_matrix_copy-inl.h: a key-major head moves in 8 x 8 register tiles)
 template <class TS>
 void StageIn(const HeadState<TS>& src, const GdrProblem& p, int64_t dkp, float* dst) {
-  for (int64_t r = 0; r < p.value_dim; ++r)
-    LoadRowF32(src.base + r * src.row_stride, src.col_stride, p.key_dim, dkp, dst + r * dkp);
+  LoadMatrixF32(src.base, src.row_stride, src.col_stride, p.value_dim, p.key_dim, dst, dkp);
+  if (dkp > p.key_dim)
+    for (int64_t r = 0; r < p.value_dim; ++r) std::fill(dst + r * dkp + p.key_dim, dst + (r + 1) * dkp, 0.0f);
 }
 
 template <class TS>
 void StageOut(const float* src, const GdrProblem& p, int64_t dkp, const HeadState<TS>& dst) {
-  for (int64_t r = 0; r < p.value_dim; ++r)
-    StoreRowF32(src + r * dkp, p.key_dim, dst.base + r * dst.row_stride, dst.col_stride);
+  StoreMatrixF32(src, dkp, p.value_dim, p.key_dim, dst.base, dst.row_stride, dst.col_stride);
 }
 
 // Scratch layout of one thread (floats): the token pack, then the staged fp32 states.
@@ -586,6 +666,14 @@ void PrefillSequenceHeads(const GdrPlan& plan, int64_t b, int64_t h_begin, int64
   const int64_t state_floats = p.value_dim * dkp;
   float* staged = nullptr;
   const TokenPack tp = CarveScratch(plan, scratch, &staged);
+  if (plan.prefill_one_token_direct && t_end - t_begin == 1 && p.read_slot[b] >= 0) {
+    for (int64_t h = h_begin; h < h_end; ++h) {  // (fla's fused_recurrent decode step): no staging
+      PackTokens<TA>(p, h, t_begin, 1, tp);
+      OneTokenStraight<TS>(plan, tp, StartState<TS>(plan, b, h, nullptr), PoolHead<TS>(p.state_out, p.final_slot[b], h));
+      StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
+    }
+    return;
+  }
   for (int64_t h = h_begin; h < h_end; ++h) {
     float* dst = staged + (h - h_begin) * state_floats;
     if (p.read_slot[b] < 0) {  // a sequence that starts from the zero state
@@ -615,27 +703,17 @@ void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratc
   float* staged = nullptr;
   const TokenPack tp = CarveScratch(plan, scratch, &staged);
   const HeadState<TS> start = StartState<TS>(plan, b, h, snapshot);
+  const bool one_token = t_end - t_begin == 1 && (plan.layout.token_major || plan.layout.register_rows == 0);
+  if (plan.key_major_state || (plan.direct_state && one_token)) {  // one token, straight on the pool
+    PackTokens<TA>(p, h, t_begin, 1, tp);
+    OneTokenStraight<TS>(plan, tp, start, PoolHead<TS>(p.state_out, p.write_slot[t_begin], h));
+    StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
+    return;
+  }
   if (plan.direct_state) {  // rows straight from / to the pool (the whole sequence is one token block)
     TS* token_out[kGdrTokenBlock] = {};
     for (int64_t t = t_begin; t < t_end; ++t) token_out[t - t_begin] = PoolHead<TS>(p.state_out, p.write_slot[t], h).base;
     PackTokens<TA>(p, h, t_begin, t_end - t_begin, tp);
-    if (t_end - t_begin == 1 && plan.layout.token_major) {
-      OneTokenTokens<TS>(plan.layout.vectors_per_row, plan.avx512_bf16, tp, start.base, start.row_stride, token_out[0],
-                         p.state_out.strides[2]);
-      StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
-      return;
-    }
-    if (plan.layout.register_rows == 0) {  // wide rows: the plan allows one token per sequence only
-      if (tp.decay) {
-        OneTokenWideRows<true, TS>(tp, plan.layout.vectors_per_row, start.base, start.row_stride, token_out[0],
-                                   p.state_out.strides[2]);
-      } else {
-        OneTokenWideRows<false, TS>(tp, plan.layout.vectors_per_row, start.base, start.row_stride, token_out[0],
-                                    p.state_out.strides[2]);
-      }
-      StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
-      return;
-    }
     RegisterRowsTokens<TS>(plan.layout.vectors_per_row, tp, t_end - t_begin, start.base, start.row_stride, nullptr,
                            token_out, p.state_out.strides[2]);
     StoreOutputs<TA>(p, h, t_begin, t_end - t_begin, tp.out);
@@ -686,6 +764,7 @@ void RunItemsState(const GdrPlan& plan, int64_t begin, int64_t end, float* scrat
 GdrRowLayout GdrLayout(int64_t key_dim) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
   GdrRowLayout layout;
+  layout.lanes = N;
   layout.vectors_per_row = (key_dim + N - 1) / N;
   if (N > 1) {
     for (int64_t bucket = 1; bucket <= kRegisterBudget; bucket *= 2) {

@@ -34,6 +34,7 @@ int64_t work_items_min(const GdrProblem& p) { return p.decode ? 8 : 1; }
 // The kernel family the plan runs (README.md, "Kernels").
 const char* kernel_name(const GdrPlan& plan) {
   if (plan.problem.decode) {
+    if (plan.key_major_state) return "gdr_decode_key_major_pool";
     if (plan.direct_state && plan.layout.register_rows == 0) return "gdr_decode_pool_wide_rows";
     if (plan.direct_state) return plan.layout.token_major ? "gdr_decode_pool_rows" : "gdr_decode_pool_rows_in_registers";
     return plan.layout.register_rows > 0 ? "gdr_decode_staged_rows_in_registers" : "gdr_decode_staged_generic";
@@ -180,6 +181,18 @@ void plan_common(GdrPlan* plan, Isa isa) {
   }
 }
 
+// Whether the one-token kernels (OneTokenStraight) can read state_in and write state_out in place of staging:
+// both key-major (v stride 1) with Dv a whole number of vectors, or both value-major with unpadded rows and a
+// one-token row kernel for that width.
+bool one_token_kernel_fits(const GdrPlan& plan) {
+  const GdrProblem& p = plan.problem;
+  const TensorView &in = p.state_in, &out = p.state_out;
+  if (in.strides[2] == 1 && out.strides[2] == 1 && in.strides[3] != 1 && out.strides[3] != 1)
+    return p.value_dim % plan.layout.lanes == 0 && p.value_dim <= kGdrKeyMajorMaxValueDim;
+  return in.strides[3] == 1 && out.strides[3] == 1 && plan.layout.key_dim_padded == p.key_dim &&
+         (plan.layout.token_major || plan.layout.register_rows == 0);
+}
+
 // Prefill kernel choice. TXOPS_GDR_KERNEL=chunked|recurrent forces one (tests, benchmarks); otherwise (unset,
 // "auto", anything else) the measured rule of README.md "Kernels": chunked on AVX2 and AVX3 when the sequences
 // average at least one chunk (shorter ones are dominated by staging the state, which the recurrent kernel does
@@ -210,6 +223,7 @@ Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView&
   plan->chunked = choose_chunked(plan->problem, isa);
   plan_common(plan.get(), isa);
   plan->avx512_bf16 = plan->chunked && isa == Isa::kAvx512 && cpu_has_avx512_bf16();
+  plan->prefill_one_token_direct = !plan->chunked && one_token_kernel_fits(*plan);
   *op = make_op(std::move(plan), isa, "chunk_gated_delta_rule");
   return Status();
 }
@@ -240,6 +254,11 @@ Status prepare_recurrent_gated_delta_rule(const TensorView& query, const TensorV
   // register budget) the two-pass wide-row kernel for one token per sequence.
   const bool token_fits = plan->layout.register_rows > 0 ? longest <= kGdrTokenBlock : longest <= 1;
   plan->direct_state = plan->layout.key_dim_padded == p.key_dim && p.state_in.strides[3] == 1 && token_fits;
+  // A key-major pool (v stride 1; transformers' and fla's state order) is read in place by OneTokenKeyMajor for one
+  // token per sequence; the start-state snapshot of slot conflicts is value-major, so those plans stage instead.
+  plan->key_major_state = !plan->direct_state && p.state_in.strides[2] == 1 && p.state_in.strides[3] != 1 &&
+                          longest <= 1 && !p.slot_conflict && p.value_dim % plan->layout.lanes == 0 &&
+                          p.value_dim <= kGdrKeyMajorMaxValueDim;
   plan->avx512_bf16 = isa == Isa::kAvx512 && cpu_has_avx512_bf16();
   *op = make_op(std::move(plan), isa, "recurrent_gated_delta_rule");
   return Status();

@@ -1,0 +1,124 @@
+// simd_matrix_copy-inl.h — per-target (Highway) copies of a strided matrix of fp32 / bf16 / fp16 storage into a
+// dense fp32 buffer and back (rounding as core/simd_convert-inl.h does), in either memory order. The kernels stage
+// recurrent states this way: a state may come row-major or as a transposed view (transformers' and fla's
+// [N, HV, K, V] order read as (V, K)), and the chunked prefill keeps it transposed.
+//
+// Why not an element loop: with the matrix transposed, the loop walks one line per element, a row stride apart;
+// at 128 fp32 columns (a 512-byte stride) those lines fall in an eighth of L1's sets and evict each other before
+// their neighbours are used, so every element came from L2 (measured: ~4 ns per element). Here a transposed
+// matrix moves in 8 x 8 tiles through registers (AVX2 / AVX3), 16 source lines consumed whole per step.
+//
+// Include after <hwy/highway.h> and core/simd_convert-inl.h inside a foreach_target translation unit.
+#if defined(TXOPS_CORE_SIMD_MATRIX_COPY_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_CORE_SIMD_MATRIX_COPY_INL_H_
+#undef TXOPS_CORE_SIMD_MATRIX_COPY_INL_H_
+#else
+#define TXOPS_CORE_SIMD_MATRIX_COPY_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef TXOPS_HAVE_TILE_TRANSPOSE
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#define TXOPS_HAVE_TILE_TRANSPOSE 1
+// r[i] (row i of an 8 x 8 tile) becomes column i: unpack, shuffle, permute.
+HWY_INLINE void TransposeTile8x8(__m256 (&r)[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+#else
+#define TXOPS_HAVE_TILE_TRANSPOSE 0
+#endif
+
+// Tiles of 8 columns of the transposed source per step: two tiles along its contiguous dimension, so 16
+// elements (a whole fp32 line) of each of its 8 rows are used at once.
+constexpr int64_t kTileColumns = 16;
+
+// dst[r * ld_dst + c] = src[r * row_stride + c * col_stride] as fp32, r < rows, c < cols.
+template <class T>
+HWY_INLINE void LoadMatrixF32(const T* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
+                              float* dst, int64_t ld_dst) {
+  int64_t r0 = 0;
+  if (col_stride == 1) {
+    for (int64_t r = 0; r < rows; ++r) LoadRowF32(src + r * row_stride, 1, cols, cols, dst + r * ld_dst);
+    return;
+  }
+#if TXOPS_HAVE_TILE_TRANSPOSE
+  if (row_stride == 1) {  // src is the transpose of a dense matrix: 8 x 8 tiles, rows r0.. of dst per step
+    const hn::FixedTag<float, 8> d8;
+    const int64_t c_full = cols / 8 * 8;
+    for (; r0 + kTileColumns <= rows; r0 += kTileColumns) {
+      for (int64_t c0 = 0; c0 < c_full; c0 += 8) {
+        for (int64_t h = 0; h < kTileColumns; h += 8) {
+          __m256 tile[8];
+          for (int i = 0; i < 8; ++i) tile[i] = LoadF32(d8, src + (c0 + i) * col_stride + r0 + h).raw;
+          TransposeTile8x8(tile);
+          for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (r0 + h + j) * ld_dst + c0, tile[j]);
+        }
+      }
+      for (int64_t c = c_full; c < cols; ++c)
+        for (int64_t r = r0; r < r0 + kTileColumns; ++r) dst[r * ld_dst + c] = LoadScalarF32(src + c * col_stride + r);
+    }
+  }
+#endif
+  for (int64_t r = r0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[r * ld_dst + c] = LoadScalarF32(src + r * row_stride + c * col_stride);
+}
+
+// dst[r * row_stride + c * col_stride] = src[r * ld_src + c], rounded to T, r < rows, c < cols.
+template <class T>
+HWY_INLINE void StoreMatrixF32(const float* src, int64_t ld_src, int64_t rows, int64_t cols, T* dst,
+                               int64_t row_stride, int64_t col_stride) {
+  int64_t r0 = 0;
+  if (col_stride == 1) {
+    for (int64_t r = 0; r < rows; ++r) StoreRowF32(src + r * ld_src, cols, dst + r * row_stride, 1);
+    return;
+  }
+#if TXOPS_HAVE_TILE_TRANSPOSE
+  if (row_stride == 1) {
+    const hn::FixedTag<float, 8> d8;
+    const int64_t c_full = cols / 8 * 8;
+    for (; r0 + kTileColumns <= rows; r0 += kTileColumns) {
+      for (int64_t c0 = 0; c0 < c_full; c0 += 8) {
+        for (int64_t h = 0; h < kTileColumns; h += 8) {
+          __m256 tile[8];
+          for (int j = 0; j < 8; ++j) tile[j] = _mm256_loadu_ps(src + (r0 + h + j) * ld_src + c0);
+          TransposeTile8x8(tile);
+          for (int i = 0; i < 8; ++i) StoreF32(d8, hn::Vec<decltype(d8)>{tile[i]}, dst + (c0 + i) * col_stride + r0 + h);
+        }
+      }
+      for (int64_t c = c_full; c < cols; ++c)
+        for (int64_t r = r0; r < r0 + kTileColumns; ++r) StoreScalarF32(src[r * ld_src + c], dst + c * col_stride + r);
+    }
+  }
+#endif
+  for (int64_t r = r0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) StoreScalarF32(src[r * ld_src + c], dst + r * row_stride + c * col_stride);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
