@@ -12,6 +12,7 @@
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_recurrent.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <hwy/cache_control.h>
 
 #include <algorithm>
 #include <cmath>
@@ -279,6 +280,19 @@ HWY_NOINLINE void TokenMajorRows(const TokenPack& tp, int64_t n, float* state) {
 // Decode, one token: every row of the head read from the pool (any storage type), updated, written to the
 // token's slot; k and q (or a⊙k, a⊙q) stay in registers and rows are independent, so loads of the next rows
 // overlap the reductions of the previous ones. The row is read once and written once: the state traffic.
+// One-token kernels stream the state once, a row at a time; Zen 3's L2 prefetcher stops at each 4 KiB page (16
+// bf16 rows of 128), so the row kRowsAhead ahead is prefetched in software (AVX2, 64 x 1 token, bf16 pool, 1 thread,
+// paired runs: 17.6-23.1 -> 13.3-15.0 ms). Past the head's last row that is the next head's state in a dense pool;
+// a prefetch of an address the caller does not own is harmless (it never faults or writes).
+constexpr int64_t kRowsAhead = 16;
+
+// Prefetches `bytes` from element `offset` of base (integer address arithmetic: the row may lie past the array).
+template <class TS>
+HWY_INLINE void PrefetchRow(const TS* base, int64_t offset, int64_t bytes) {
+  const uintptr_t row = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(offset * static_cast<int64_t>(sizeof(TS)));
+  for (int64_t byte = 0; byte < bytes; byte += 64) hwy::Prefetch(reinterpret_cast<const char*>(row + byte));
+}
+
 template <int NV, bool kVectorDecay>
 struct OneTokenConstants {
   VF dot_k[NV], dot_q[NV];
@@ -331,6 +345,7 @@ HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_s
   const size_t N = hn::Lanes(df);
   const OneTokenConstants<NV, kVectorDecay> cst(tp);
   for (int64_t r = 0; r < tp.dv; ++r) {
+    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, static_cast<int64_t>(NV * N * sizeof(TS)));
     VF sv[NV];
     for (int j = 0; j < NV; ++j) sv[j] = LoadF32(df, s_in + r * in_stride + j * N);
     UpdateOneTokenRow<NV, kVectorDecay>(tp, cst, r, sv);
@@ -351,6 +366,7 @@ __attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBf16Insn(con
   const size_t N = hn::Lanes(df);
   const OneTokenConstants<NV, kVectorDecay> cst(tp);
   for (int64_t r = 0; r < tp.dv; ++r) {
+    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, static_cast<int64_t>(NV * N * sizeof(hwy::bfloat16_t)));
     VF sv[NV];
     for (int j = 0; j < NV; ++j) sv[j] = LoadF32(df, s_in + r * in_stride + j * N);
     UpdateOneTokenRow<NV, kVectorDecay>(tp, cst, r, sv);
@@ -422,7 +438,9 @@ HWY_NOINLINE void OneTokenWideRows(const TokenPack& tp, int64_t vectors, const T
   const int64_t blocks = tp.dv / kRows;
   float c_cur[kRows], c_next[kRows];
   if (blocks > 0) OneTokenWideDots<kVectorDecay, TS, kRows>(tp, vectors, 0, s_in, in_stride, c_cur);
+  const int64_t row_bytes = vectors * static_cast<int64_t>(hn::Lanes(DF()) * sizeof(TS));
   for (int64_t b = 0; b < blocks; ++b) {
+    for (int i = 0; i < kRows; ++i) PrefetchRow(s_in, ((b + 1) * kRows + kRowsAhead + i) * in_stride, row_bytes);
     if (b + 1 < blocks)
       OneTokenWideDots<kVectorDecay, TS, kRows>(tp, vectors, (b + 1) * kRows, s_in, in_stride, c_next);
     OneTokenWideUpdates<kVectorDecay, TS, kRows>(tp, vectors, b * kRows, s_in, in_stride, s_out, out_stride, c_cur);
@@ -483,6 +501,8 @@ HWY_NOINLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_
     VF kb[kRows], qb[kRows];
     for (int i = 0; i < kRows; ++i) kb[i] = hn::Set(df, dot_k[r + i]), qb[i] = hn::Set(df, dot_q[r + i]);
     const TS* row = s_in + r * in_stride;
+    for (int i = 0; i < kRows; ++i)
+      PrefetchRow(s_in, (r + kRowsAhead + i) * in_stride, dv * static_cast<int64_t>(sizeof(TS)));
     for (int64_t j = 0; j < dv; j += N) {
       VF acc_k = hn::Load(df, sk + j), acc_q = hn::Load(df, sq + j);
       for (int i = 0; i < kRows; ++i) {
