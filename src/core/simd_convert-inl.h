@@ -132,6 +132,46 @@ HWY_INLINE void StoreScalarF32(float v, hwy::float16_t* p) {
   hwy::CopyBytes<2>(&b, p);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// ---- bf16 "pair" vectors ----
+// 2N bf16 elements load as N u32 lanes: the even elements are the low halves, the odd ones the high halves, so
+// widening is one shift or one mask and no shuffle. Stores round both parities (the rule above, NaN quieted) and
+// merge them back with a shift, a mask and an or (no pack, no lane-crossing permute). Lane-wise arithmetic on the
+// two parities gives the same bits as on the plain order; operands must be split the same way (LoadInterleaved2).
+template <class DF>
+HWY_INLINE void LoadBF16Pairs(DF df, const hwy::bfloat16_t* HWY_RESTRICT p, hn::Vec<DF>* even, hn::Vec<DF>* odd) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+  *even = hn::BitCast(df, hn::ShiftLeft<16>(bits));
+  *odd = hn::BitCast(df, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
+}
+
+// The bf16 of `v` (round to nearest even, NaN quieted) in the high 16 bits of each u32 lane.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundToBF16High(DF df, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::BitCast(du, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb));
+  const auto quiet = hn::Or(bits, hn::Set(du, 0x00400000u));
+  (void)df;
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+}
+
+// even / odd rounded and merged: lane j holds bf16(even_j) | bf16(odd_j) << 16.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> MergeBF16Pairs(DF df, hn::Vec<DF> even, hn::Vec<DF> odd) {
+  const hn::RebindToUnsigned<DF> du;
+  return hn::Or(hn::ShiftRight<16>(RoundToBF16High(df, even)), hn::And(RoundToBF16High(df, odd), hn::Set(du, 0xFFFF0000u)));
+}
+
+template <class DF>
+HWY_INLINE void StoreBF16Pairs(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du;
+  hn::StoreU(MergeBF16Pairs(df, even, odd), du, reinterpret_cast<uint32_t*>(p));
+}
+#endif
+
 // A row of `count` elements `stride` apart as fp32 into dst (vector loads when stride is 1), then zeros up to
 // `padded`; and back, rounding as above. The vector body and the scalar tail give the same bits.
 template <class T>

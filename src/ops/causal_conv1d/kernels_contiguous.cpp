@@ -73,13 +73,9 @@ template <>
 struct Codec<hwy::bfloat16_t> {
   using BF = hwy::bfloat16_t;
   static constexpr int kVectors = 2;
-  static HWY_INLINE void Load(DF df, const BF* p, VF* v) {
-    const hn::RebindToUnsigned<DF> du;
-    const auto u = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
-    v[0] = hn::BitCast(df, hn::ShiftLeft<16>(u));
-    v[1] = hn::BitCast(df, hn::And(u, hn::Set(du, 0xFFFF0000u)));
-  }
-  // The bf16 bits, rounded to nearest even, in the upper half of each u32 lane (the lower half is not cleared).
+  static HWY_INLINE void Load(DF df, const BF* p, VF* v) { LoadBF16Pairs(df, p, &v[0], &v[1]); }
+  // The bf16 bits, rounded to nearest even, in the upper half of each u32 lane (the lower half is not cleared;
+  // core's RoundToBF16High less its NaN test, which no NaN of this kernel needs: kernels_shared-inl.h).
   static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedHigh(DF df, VF v) {
     const hn::RebindToUnsigned<DF> du;
     const auto bits = hn::BitCast(du, v);

@@ -431,9 +431,117 @@ HWY_INLINE void OneTokenWideUpdates(const TokenPack& tp, int64_t vectors, int64_
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// The same for a bf16 pool as pair vectors (core/simd_convert-inl.h): a block of 2N state elements loads as its
+// even and odd elements (one shift or one mask each, no widening shuffle) and stores with one merge, so k, q and
+// the decay are split the same way once per token (LoadInterleaved2). Needs Dk a multiple of 2N.
+struct SplitToken {
+  static constexpr int64_t kMax = 256;  // floats per parity: Dk <= 512
+  HWY_ALIGN float dot_k[2][kMax], dot_q[2][kMax], key[2][kMax], decay[2][kMax];
+};
+
+template <bool kVectorDecay>
+HWY_INLINE void SplitTokenPack(const TokenPack& tp, int64_t blocks, SplitToken* st) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
+  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  for (int64_t b = 0; b < blocks; ++b) {
+    VF e, o;
+    hn::LoadInterleaved2(df, dot_k + 2 * b * N, e, o);
+    hn::Store(e, df, st->dot_k[0] + b * N), hn::Store(o, df, st->dot_k[1] + b * N);
+    hn::LoadInterleaved2(df, dot_q + 2 * b * N, e, o);
+    hn::Store(e, df, st->dot_q[0] + b * N), hn::Store(o, df, st->dot_q[1] + b * N);
+    hn::LoadInterleaved2(df, tp.key + 2 * b * N, e, o);
+    hn::Store(e, df, st->key[0] + b * N), hn::Store(o, df, st->key[1] + b * N);
+    if (kVectorDecay) {
+      hn::LoadInterleaved2(df, tp.decay + 2 * b * N, e, o);
+      hn::Store(e, df, st->decay[0] + b * N), hn::Store(o, df, st->decay[1] + b * N);
+    }
+  }
+}
+
+template <int kRows>
+HWY_INLINE void PairDots(const TokenPack& tp, const SplitToken& st, int64_t blocks, float alpha, int64_t r0,
+                         const hwy::bfloat16_t* s_in, int64_t in_stride, float* c) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  VF acc_k[kRows], acc_q[kRows];
+  for (int i = 0; i < kRows; ++i) acc_k[i] = acc_q[i] = hn::Zero(df);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const VF ke = hn::Load(df, st.dot_k[0] + b * N), ko = hn::Load(df, st.dot_k[1] + b * N);
+    const VF qe = hn::Load(df, st.dot_q[0] + b * N), qo = hn::Load(df, st.dot_q[1] + b * N);
+    for (int i = 0; i < kRows; ++i) {
+      VF e, o;
+      LoadBF16Pairs(df, s_in + (r0 + i) * in_stride + 2 * b * N, &e, &o);
+      acc_k[i] = hn::MulAdd(o, ko, hn::MulAdd(e, ke, acc_k[i]));
+      acc_q[i] = hn::MulAdd(o, qo, hn::MulAdd(e, qe, acc_q[i]));
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    const float sk = alpha * hn::GetLane(hn::SumOfLanes(df, acc_k[i]));
+    const float sq = alpha * hn::GetLane(hn::SumOfLanes(df, acc_q[i]));
+    c[i] = tp.beta[0] * (tp.value[r0 + i] - sk);
+    tp.out[r0 + i] = sq + c[i] * tp.key_dot_query[0];
+  }
+}
+
+template <bool kVectorDecay, int kRows>
+HWY_INLINE void PairUpdates(const SplitToken& st, int64_t blocks, float alpha, int64_t r0,
+                            const hwy::bfloat16_t* s_in, int64_t in_stride, hwy::bfloat16_t* s_out,
+                            int64_t out_stride, const float* c) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  VF cv[kRows];
+  for (int i = 0; i < kRows; ++i) cv[i] = hn::Set(df, c[i]);
+  const VF alpha_v = hn::Set(df, alpha);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const VF ke = hn::Load(df, st.key[0] + b * N), ko = hn::Load(df, st.key[1] + b * N);
+    const VF de = kVectorDecay ? hn::Load(df, st.decay[0] + b * N) : alpha_v;
+    const VF dO = kVectorDecay ? hn::Load(df, st.decay[1] + b * N) : alpha_v;
+    for (int i = 0; i < kRows; ++i) {
+      VF e, o;
+      LoadBF16Pairs(df, s_in + (r0 + i) * in_stride + 2 * b * N, &e, &o);
+      StoreBF16Pairs(df, hn::MulAdd(cv[i], ke, hn::Mul(e, de)), hn::MulAdd(cv[i], ko, hn::Mul(o, dO)),
+                     s_out + (r0 + i) * out_stride + 2 * b * N);
+    }
+  }
+}
+
+template <bool kVectorDecay>
+HWY_NOINLINE void OneTokenWidePairs(const TokenPack& tp, int64_t vectors, const hwy::bfloat16_t* s_in,
+                                    int64_t in_stride, hwy::bfloat16_t* s_out, int64_t out_stride) {
+  constexpr int kRows = 4;
+  const int64_t pair_blocks = vectors / 2, blocks = tp.dv / kRows;
+  const int64_t row_bytes = vectors * static_cast<int64_t>(hn::Lanes(DF()) * sizeof(hwy::bfloat16_t));
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  SplitToken st;
+  SplitTokenPack<kVectorDecay>(tp, pair_blocks, &st);
+  float c_cur[kRows], c_next[kRows];
+  if (blocks > 0) PairDots<kRows>(tp, st, pair_blocks, alpha, 0, s_in, in_stride, c_cur);
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int i = 0; i < kRows; ++i) PrefetchRow(s_in, ((b + 1) * kRows + kRowsAhead + i) * in_stride, row_bytes);
+    if (b + 1 < blocks) PairDots<kRows>(tp, st, pair_blocks, alpha, (b + 1) * kRows, s_in, in_stride, c_next);
+    PairUpdates<kVectorDecay, kRows>(st, pair_blocks, alpha, b * kRows, s_in, in_stride, s_out, out_stride, c_cur);
+    for (int i = 0; i < kRows; ++i) c_cur[i] = c_next[i];
+  }
+  for (int64_t r = blocks * kRows; r < tp.dv; ++r) {
+    float c;
+    PairDots<1>(tp, st, pair_blocks, alpha, r, s_in, in_stride, &c);
+    PairUpdates<kVectorDecay, 1>(st, pair_blocks, alpha, r, s_in, in_stride, s_out, out_stride, &c);
+  }
+}
+#endif
+
 template <bool kVectorDecay, class TS>
 HWY_NOINLINE void OneTokenWideRows(const TokenPack& tp, int64_t vectors, const TS* s_in, int64_t in_stride,
                                    TS* s_out, int64_t out_stride) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
+    if (vectors % 2 == 0 && vectors * static_cast<int64_t>(hn::Lanes(DF())) <= 2 * SplitToken::kMax)
+      return OneTokenWidePairs<kVectorDecay>(tp, vectors, s_in, in_stride, s_out, out_stride);
+  }
+#endif
   constexpr int kRows = 4;
   const int64_t blocks = tp.dv / kRows;
   float c_cur[kRows], c_next[kRows];

@@ -250,31 +250,13 @@ HWY_INLINE void Put(DF df, VF v, hwy::bfloat16_t* p, bool stream) {
 }
 
 // ---- bf16 activations and bf16 cos/sin: "pair" vectors ----
-// 2N bf16 elements load as N u32 lanes: the even elements are the low halves, the odd ones the high halves, so
-// widening is one shift or one mask, and pairs (2k, 2k+1) arrive split with no shuffle at all. Stores round
-// both parities to nearest even (core/dtype.h rule, NaN quieted) and merge them back into one full vector.
-// Used by every mode; element formulas are unchanged, so results are bit-identical to the generic path.
+// (core/simd_convert-inl.h: LoadBF16Pairs, MergeBF16Pairs), so pairs (2k, 2k+1) arrive split with no shuffle at
+// all; StorePairs adds streaming and the AVX512_BF16 conversion. Used by every mode; element formulas are unchanged, so results are bit-identical to the generic path.
 using BF = hwy::bfloat16_t;
 using DU = hn::RebindToUnsigned<DF>;
 using VU = hn::Vec<DU>;
 
-HWY_INLINE void LoadPairs(const BF* p, VF* even, VF* odd) {
-  const DF df;
-  const DU du;
-  const VU bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
-  *even = hn::BitCast(df, hn::ShiftLeft<16>(bits));
-  *odd = hn::BitCast(df, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
-}
-
-// The bf16 of `v` (round to nearest even, NaN quieted) in the high 16 bits of each u32 lane.
-HWY_INLINE VU RoundToBF16High(VF v) {
-  const DU du;
-  const VU bits = hn::BitCast(du, v);
-  const VU lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
-  const VU rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb));
-  const VU quiet = hn::Or(bits, hn::Set(du, 0x00400000u));
-  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
-}
+HWY_INLINE void LoadPairs(const BF* p, VF* even, VF* odd) { txops::HWY_NAMESPACE::LoadBF16Pairs(DF(), p, even, odd); }
 
 HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   const DU du;
@@ -288,7 +270,7 @@ HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   } else
 #endif
   {
-    merged = hn::Or(hn::ShiftRight<16>(RoundToBF16High(even)), hn::And(RoundToBF16High(odd), hn::Set(du, 0xFFFF0000u)));
+    merged = txops::HWY_NAMESPACE::MergeBF16Pairs(DF(), even, odd);
   }
   uint32_t* q = reinterpret_cast<uint32_t*>(p);
   if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
