@@ -594,9 +594,83 @@ void OneTokenTokens(int64_t vectors, bool bf16_insn, const TokenPack& tp, const 
 //       c = beta (v - sk), o = sq + c (k.q);
 //   (2) S <- a⊙S + k cᵀ, row by row, from the copy pass (1) left in L1/L2.
 // The state traffic is one read and one write, as for the value-major kernels. dv is a multiple of the lanes.
+#if HWY_TARGET != HWY_SCALAR
+// OneTokenKeyMajor for a bf16 pool with Dv a multiple of 2N, as pair vectors along v: the column sums, c and the
+// outputs stay split (even / odd v) until the outputs are interleaved back, once per token.
+template <bool kVectorDecay>
+HWY_NOINLINE void OneTokenKeyMajorPairs(const TokenPack& tp, int64_t dk, const hwy::bfloat16_t* s_in,
+                                        int64_t in_stride, hwy::bfloat16_t* s_out, int64_t out_stride) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv, G = 2 * N;
+  HWY_ALIGN float sk[kGdrKeyMajorMaxValueDim], sq[kGdrKeyMajorMaxValueDim];  // per block of 2N: even N, odd N
+  for (int64_t j = 0; j < dv; j += N) hn::Store(hn::Zero(df), df, sk + j), hn::Store(hn::Zero(df), df, sq + j);
+  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
+  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  constexpr int kRows = 4;
+  int64_t r = 0;
+  for (; r + kRows <= dk; r += kRows) {
+    VF kb[kRows], qb[kRows];
+    for (int i = 0; i < kRows; ++i) kb[i] = hn::Set(df, dot_k[r + i]), qb[i] = hn::Set(df, dot_q[r + i]);
+    for (int i = 0; i < kRows; ++i)
+      PrefetchRow(s_in, (r + kRowsAhead + i) * in_stride, dv * static_cast<int64_t>(sizeof(hwy::bfloat16_t)));
+    for (int64_t j = 0; j < dv; j += G) {
+      VF ke = hn::Load(df, sk + j), ko = hn::Load(df, sk + j + N);
+      VF qe = hn::Load(df, sq + j), qo = hn::Load(df, sq + j + N);
+      for (int i = 0; i < kRows; ++i) {
+        VF e, o;
+        LoadBF16Pairs(df, s_in + (r + i) * in_stride + j, &e, &o);
+        ke = hn::MulAdd(e, kb[i], ke), ko = hn::MulAdd(o, kb[i], ko);
+        qe = hn::MulAdd(e, qb[i], qe), qo = hn::MulAdd(o, qb[i], qo);
+      }
+      hn::Store(ke, df, sk + j), hn::Store(ko, df, sk + j + N);
+      hn::Store(qe, df, sq + j), hn::Store(qo, df, sq + j + N);
+    }
+  }
+  for (; r < dk; ++r) {
+    const VF kb = hn::Set(df, dot_k[r]), qb = hn::Set(df, dot_q[r]);
+    for (int64_t j = 0; j < dv; j += G) {
+      VF e, o;
+      LoadBF16Pairs(df, s_in + r * in_stride + j, &e, &o);
+      hn::Store(hn::MulAdd(e, kb, hn::Load(df, sk + j)), df, sk + j);
+      hn::Store(hn::MulAdd(o, kb, hn::Load(df, sk + j + N)), df, sk + j + N);
+      hn::Store(hn::MulAdd(e, qb, hn::Load(df, sq + j)), df, sq + j);
+      hn::Store(hn::MulAdd(o, qb, hn::Load(df, sq + j + N)), df, sq + j + N);
+    }
+  }
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  const VF alpha_v = hn::Set(df, alpha), beta = hn::Set(df, tp.beta[0]), kq = hn::Set(df, tp.key_dot_query[0]);
+  for (int64_t j = 0; j < dv; j += G) {  // sk becomes c (still split); the outputs are interleaved back
+    VF ve, vo;
+    hn::LoadInterleaved2(df, tp.value + j, ve, vo);
+    const VF ce = hn::Mul(beta, hn::Sub(ve, hn::Mul(alpha_v, hn::Load(df, sk + j))));
+    const VF co = hn::Mul(beta, hn::Sub(vo, hn::Mul(alpha_v, hn::Load(df, sk + j + N))));
+    hn::StoreInterleaved2(hn::MulAdd(ce, kq, hn::Mul(alpha_v, hn::Load(df, sq + j))),
+                          hn::MulAdd(co, kq, hn::Mul(alpha_v, hn::Load(df, sq + j + N))), df, tp.out + j);
+    hn::Store(ce, df, sk + j), hn::Store(co, df, sk + j + N);
+  }
+  for (r = 0; r < dk; ++r) {
+    const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
+    const hwy::bfloat16_t* src = s_in + r * in_stride;
+    hwy::bfloat16_t* dst = s_out + r * out_stride;
+    for (int64_t j = 0; j < dv; j += G) {
+      VF e, o;
+      LoadBF16Pairs(df, src + j, &e, &o);
+      StoreBF16Pairs(df, hn::MulAdd(kr, hn::Load(df, sk + j), hn::Mul(e, decay)),
+                     hn::MulAdd(kr, hn::Load(df, sk + j + N), hn::Mul(o, decay)), dst + j);
+    }
+  }
+}
+#endif
+
 template <bool kVectorDecay, class TS>
 HWY_NOINLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
                                    int64_t out_stride) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
+    if (tp.dv % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
+      return OneTokenKeyMajorPairs<kVectorDecay>(tp, dk, s_in, in_stride, s_out, out_stride);
+  }
+#endif
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv;
   HWY_ALIGN float sk[kGdrKeyMajorMaxValueDim], sq[kGdrKeyMajorMaxValueDim];
