@@ -593,131 +593,101 @@ void OneTokenTokens(int64_t vectors, bool bf16_insn, const TokenPack& tp, const 
 //   (1) sk = Sᵀ(a⊙k), sq = Sᵀ(a⊙q), four memory rows per step into L1 accumulators of Dv floats;
 //       c = beta (v - sk), o = sq + c (k.q);
 //   (2) S <- a⊙S + k cᵀ, row by row, from the copy pass (1) left in L1/L2.
-// The state traffic is one read and one write, as for the value-major kernels. dv is a multiple of the lanes.
+// The state traffic is one read and one write, as for the value-major kernels. Groups of C::kVectors·N along v
+// (Dv a multiple of that): plain vectors, or for a bf16 pool pair vectors, with sk, sq, c in the codec's order
+// until the outputs are stored (the same bits either way: everything is per v).
+template <class TS>
+struct VCodec {  // plain vectors
+  static constexpr int kVectors = 1;
+  static HWY_INLINE void Load(DF df, const TS* p, VF* v) { v[0] = LoadF32(df, p); }
+  static HWY_INLINE void Store(DF df, const VF* v, TS* p) { StoreF32(df, v[0], p); }
+  static HWY_INLINE void LoadOrdered(DF df, const float* p, VF* v) { v[0] = hn::LoadU(df, p); }
+  static HWY_INLINE void StoreOrdered(DF df, const VF* v, float* p) { hn::StoreU(v[0], df, p); }
+};
 #if HWY_TARGET != HWY_SCALAR
-// OneTokenKeyMajor for a bf16 pool with Dv a multiple of 2N, as pair vectors along v: the column sums, c and the
-// outputs stay split (even / odd v) until the outputs are interleaved back, once per token.
-template <bool kVectorDecay>
-HWY_NOINLINE void OneTokenKeyMajorPairs(const TokenPack& tp, int64_t dk, const hwy::bfloat16_t* s_in,
-                                        int64_t in_stride, hwy::bfloat16_t* s_out, int64_t out_stride) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv, G = 2 * N;
-  HWY_ALIGN float sk[kGdrKeyMajorMaxValueDim], sq[kGdrKeyMajorMaxValueDim];  // per block of 2N: even N, odd N
-  for (int64_t j = 0; j < dv; j += N) hn::Store(hn::Zero(df), df, sk + j), hn::Store(hn::Zero(df), df, sq + j);
-  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
-  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
-  constexpr int kRows = 4;
-  int64_t r = 0;
-  for (; r + kRows <= dk; r += kRows) {
-    VF kb[kRows], qb[kRows];
-    for (int i = 0; i < kRows; ++i) kb[i] = hn::Set(df, dot_k[r + i]), qb[i] = hn::Set(df, dot_q[r + i]);
-    for (int i = 0; i < kRows; ++i)
-      PrefetchRow(s_in, (r + kRowsAhead + i) * in_stride, dv * static_cast<int64_t>(sizeof(hwy::bfloat16_t)));
-    for (int64_t j = 0; j < dv; j += G) {
-      VF ke = hn::Load(df, sk + j), ko = hn::Load(df, sk + j + N);
-      VF qe = hn::Load(df, sq + j), qo = hn::Load(df, sq + j + N);
-      for (int i = 0; i < kRows; ++i) {
-        VF e, o;
-        LoadBF16Pairs(df, s_in + (r + i) * in_stride + j, &e, &o);
-        ke = hn::MulAdd(e, kb[i], ke), ko = hn::MulAdd(o, kb[i], ko);
-        qe = hn::MulAdd(e, qb[i], qe), qo = hn::MulAdd(o, qb[i], qo);
-      }
-      hn::Store(ke, df, sk + j), hn::Store(ko, df, sk + j + N);
-      hn::Store(qe, df, sq + j), hn::Store(qo, df, sq + j + N);
-    }
-  }
-  for (; r < dk; ++r) {
-    const VF kb = hn::Set(df, dot_k[r]), qb = hn::Set(df, dot_q[r]);
-    for (int64_t j = 0; j < dv; j += G) {
-      VF e, o;
-      LoadBF16Pairs(df, s_in + r * in_stride + j, &e, &o);
-      hn::Store(hn::MulAdd(e, kb, hn::Load(df, sk + j)), df, sk + j);
-      hn::Store(hn::MulAdd(o, kb, hn::Load(df, sk + j + N)), df, sk + j + N);
-      hn::Store(hn::MulAdd(e, qb, hn::Load(df, sq + j)), df, sq + j);
-      hn::Store(hn::MulAdd(o, qb, hn::Load(df, sq + j + N)), df, sq + j + N);
-    }
-  }
-  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
-  const VF alpha_v = hn::Set(df, alpha), beta = hn::Set(df, tp.beta[0]), kq = hn::Set(df, tp.key_dot_query[0]);
-  for (int64_t j = 0; j < dv; j += G) {  // sk becomes c (still split); the outputs are interleaved back
-    VF ve, vo;
-    hn::LoadInterleaved2(df, tp.value + j, ve, vo);
-    const VF ce = hn::Mul(beta, hn::Sub(ve, hn::Mul(alpha_v, hn::Load(df, sk + j))));
-    const VF co = hn::Mul(beta, hn::Sub(vo, hn::Mul(alpha_v, hn::Load(df, sk + j + N))));
-    hn::StoreInterleaved2(hn::MulAdd(ce, kq, hn::Mul(alpha_v, hn::Load(df, sq + j))),
-                          hn::MulAdd(co, kq, hn::Mul(alpha_v, hn::Load(df, sq + j + N))), df, tp.out + j);
-    hn::Store(ce, df, sk + j), hn::Store(co, df, sk + j + N);
-  }
-  for (r = 0; r < dk; ++r) {
-    const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
-    const hwy::bfloat16_t* src = s_in + r * in_stride;
-    hwy::bfloat16_t* dst = s_out + r * out_stride;
-    for (int64_t j = 0; j < dv; j += G) {
-      VF e, o;
-      LoadBF16Pairs(df, src + j, &e, &o);
-      StoreBF16Pairs(df, hn::MulAdd(kr, hn::Load(df, sk + j), hn::Mul(e, decay)),
-                     hn::MulAdd(kr, hn::Load(df, sk + j + N), hn::Mul(o, decay)), dst + j);
-    }
-  }
-}
+struct PairCodec {  // bf16 pairs: even and odd elements of 2N
+  static constexpr int kVectors = 2;
+  static HWY_INLINE void Load(DF df, const hwy::bfloat16_t* p, VF* v) { LoadBF16Pairs(df, p, &v[0], &v[1]); }
+  static HWY_INLINE void Store(DF df, const VF* v, hwy::bfloat16_t* p) { StoreBF16Pairs(df, v[0], v[1], p); }
+  static HWY_INLINE void LoadOrdered(DF df, const float* p, VF* v) { hn::LoadInterleaved2(df, p, v[0], v[1]); }
+  static HWY_INLINE void StoreOrdered(DF df, const VF* v, float* p) { hn::StoreInterleaved2(v[0], v[1], df, p); }
+};
 #endif
 
-template <bool kVectorDecay, class TS>
-HWY_NOINLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
-                                   int64_t out_stride) {
-#if HWY_TARGET != HWY_SCALAR
-  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
-    if (tp.dv % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
-      return OneTokenKeyMajorPairs<kVectorDecay>(tp, dk, s_in, in_stride, s_out, out_stride);
-  }
-#endif
+template <bool kVectorDecay, class TS, class C>
+HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
+                                  int64_t out_stride) {
+  constexpr int V = C::kVectors;
   const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv, G = V * N;
   HWY_ALIGN float sk[kGdrKeyMajorMaxValueDim], sq[kGdrKeyMajorMaxValueDim];
   for (int64_t j = 0; j < dv; j += N) hn::Store(hn::Zero(df), df, sk + j), hn::Store(hn::Zero(df), df, sq + j);
   const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
   const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  const int64_t row_bytes = dv * static_cast<int64_t>(sizeof(TS));
   constexpr int kRows = 4;
   int64_t r = 0;
   for (; r + kRows <= dk; r += kRows) {
     VF kb[kRows], qb[kRows];
     for (int i = 0; i < kRows; ++i) kb[i] = hn::Set(df, dot_k[r + i]), qb[i] = hn::Set(df, dot_q[r + i]);
-    const TS* row = s_in + r * in_stride;
-    for (int i = 0; i < kRows; ++i)
-      PrefetchRow(s_in, (r + kRowsAhead + i) * in_stride, dv * static_cast<int64_t>(sizeof(TS)));
-    for (int64_t j = 0; j < dv; j += N) {
-      VF acc_k = hn::Load(df, sk + j), acc_q = hn::Load(df, sq + j);
+    for (int i = 0; i < kRows; ++i) PrefetchRow(s_in, (r + kRowsAhead + i) * in_stride, row_bytes);
+    for (int64_t j = 0; j < dv; j += G) {
+      VF acc_k[V], acc_q[V];
+      for (int u = 0; u < V; ++u) acc_k[u] = hn::Load(df, sk + j + u * N), acc_q[u] = hn::Load(df, sq + j + u * N);
       for (int i = 0; i < kRows; ++i) {
-        const VF sv = LoadF32(df, row + i * in_stride + j);
-        acc_k = hn::MulAdd(sv, kb[i], acc_k);
-        acc_q = hn::MulAdd(sv, qb[i], acc_q);
+        VF sv[V];
+        C::Load(df, s_in + (r + i) * in_stride + j, sv);
+        for (int u = 0; u < V; ++u) acc_k[u] = hn::MulAdd(sv[u], kb[i], acc_k[u]), acc_q[u] = hn::MulAdd(sv[u], qb[i], acc_q[u]);
       }
-      hn::Store(acc_k, df, sk + j);
-      hn::Store(acc_q, df, sq + j);
+      for (int u = 0; u < V; ++u) hn::Store(acc_k[u], df, sk + j + u * N), hn::Store(acc_q[u], df, sq + j + u * N);
     }
   }
   for (; r < dk; ++r) {
     const VF kb = hn::Set(df, dot_k[r]), qb = hn::Set(df, dot_q[r]);
-    for (int64_t j = 0; j < dv; j += N) {
-      const VF sv = LoadF32(df, s_in + r * in_stride + j);
-      hn::Store(hn::MulAdd(sv, kb, hn::Load(df, sk + j)), df, sk + j);
-      hn::Store(hn::MulAdd(sv, qb, hn::Load(df, sq + j)), df, sq + j);
+    for (int64_t j = 0; j < dv; j += G) {
+      VF sv[V];
+      C::Load(df, s_in + r * in_stride + j, sv);
+      for (int u = 0; u < V; ++u) {
+        hn::Store(hn::MulAdd(sv[u], kb, hn::Load(df, sk + j + u * N)), df, sk + j + u * N);
+        hn::Store(hn::MulAdd(sv[u], qb, hn::Load(df, sq + j + u * N)), df, sq + j + u * N);
+      }
     }
   }
   const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
   const VF alpha_v = hn::Set(df, alpha), beta = hn::Set(df, tp.beta[0]), kq = hn::Set(df, tp.key_dot_query[0]);
-  for (int64_t j = 0; j < dv; j += N) {  // sk becomes c
-    const VF c = hn::Mul(beta, hn::Sub(hn::LoadU(df, tp.value + j), hn::Mul(alpha_v, hn::Load(df, sk + j))));
-    hn::StoreU(hn::MulAdd(c, kq, hn::Mul(alpha_v, hn::Load(df, sq + j))), df, tp.out + j);
-    hn::Store(c, df, sk + j);
+  for (int64_t j = 0; j < dv; j += G) {  // sk becomes c
+    VF value[V], out[V];
+    C::LoadOrdered(df, tp.value + j, value);
+    for (int u = 0; u < V; ++u) {
+      const VF c = hn::Mul(beta, hn::Sub(value[u], hn::Mul(alpha_v, hn::Load(df, sk + j + u * N))));
+      out[u] = hn::MulAdd(c, kq, hn::Mul(alpha_v, hn::Load(df, sq + j + u * N)));
+      hn::Store(c, df, sk + j + u * N);
+    }
+    C::StoreOrdered(df, out, tp.out + j);
   }
   for (r = 0; r < dk; ++r) {
     const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
     const TS* src = s_in + r * in_stride;
     TS* dst = s_out + r * out_stride;
-    for (int64_t j = 0; j < dv; j += N)
-      StoreF32(df, hn::MulAdd(kr, hn::Load(df, sk + j), hn::Mul(LoadF32(df, src + j), decay)), dst + j);
+    for (int64_t j = 0; j < dv; j += G) {
+      VF sv[V];
+      C::Load(df, src + j, sv);
+      for (int u = 0; u < V; ++u) sv[u] = hn::MulAdd(kr, hn::Load(df, sk + j + u * N), hn::Mul(sv[u], decay));
+      C::Store(df, sv, dst + j);
+    }
   }
+}
+
+template <bool kVectorDecay, class TS>
+HWY_INLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
+                                 int64_t out_stride) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
+    if (tp.dv % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
+      return KeyMajorColumns<kVectorDecay, TS, PairCodec>(tp, dk, s_in, in_stride, s_out, out_stride);
+  }
+#endif
+  KeyMajorColumns<kVectorDecay, TS, VCodec<TS>>(tp, dk, s_in, in_stride, s_out, out_stride);
 }
 
 // True when TokenMajorRows handles this width (k and q of a token fit in registers next to a row).
