@@ -6,8 +6,9 @@
 //   S_r = c k + a ⊙ S_r;  o_r = S_r . (q scale)
 // Inputs of a token block are first packed to fp32 (any strides, padded to whole vectors); S is either staged
 // in an fp32 buffer (prefill; decode fallback) or, for decode, read from and written to the pool directly
-// (bf16 or fp32 rows), once per token. Every output element is computed by one item in a fixed order, so
-// results do not depend on the thread count.
+// (bf16 or fp32 rows), once per token — also a key-major pool ((P, Nv, Dk, Dv) memory order: transformers' and
+// fla's), by column sums (OneTokenKeyMajor); bf16 pools as pair vectors. Every output element is computed by one
+// item in a fixed order, so results do not depend on the thread count.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_recurrent.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -280,10 +281,12 @@ HWY_NOINLINE void TokenMajorRows(const TokenPack& tp, int64_t n, float* state) {
 // Decode, one token: every row of the head read from the pool (any storage type), updated, written to the
 // token's slot; k and q (or a⊙k, a⊙q) stay in registers and rows are independent, so loads of the next rows
 // overlap the reductions of the previous ones. The row is read once and written once: the state traffic.
+
 // One-token kernels stream the state once, a row at a time; Zen 3's L2 prefetcher stops at each 4 KiB page (16
-// bf16 rows of 128), so the row kRowsAhead ahead is prefetched in software (AVX2, 64 x 1 token, bf16 pool, 1 thread,
-// paired runs: 17.6-23.1 -> 13.3-15.0 ms). Past the head's last row that is the next head's state in a dense pool;
-// a prefetch of an address the caller does not own is harmless (it never faults or writes).
+// bf16 rows of 128), so the row kRowsAhead ahead is prefetched in software (AVX2, 64 x 1 token, medians of paired
+// rounds: bf16 pool 18.7 -> 15.4 ms, fp32 31.9 -> 17.8 ms on 1 thread). Past the head's last row that is the next
+// head's state in a dense pool; a prefetch of an address the caller does not own is harmless (it never faults or
+// writes).
 constexpr int64_t kRowsAhead = 16;
 
 // Prefetches `bytes` from element `offset` of base (integer address arithmetic: the row may lie past the array).
