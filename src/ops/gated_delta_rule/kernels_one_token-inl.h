@@ -1,0 +1,449 @@
+// kernels_one_token-inl.h — per-target (Highway) kernels of the gated delta rule for one token of one head,
+// straight on a state in memory (decode on a pool; a one-token prefill sequence): value-major rows in registers
+// (OneTokenRows), wide rows in two passes (OneTokenWideRows; bf16 as pair vectors), and key-major states by
+// column sums (OneTokenKeyMajor). Each reads the state once and writes it once; the rows ahead are prefetched.
+//
+// Include after <hwy/highway.h> inside a foreach_target translation unit (kernels_recurrent.cpp).
+#if defined(TXOPS_OPS_GATED_DELTA_RULE_KERNELS_ONE_TOKEN_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_OPS_GATED_DELTA_RULE_KERNELS_ONE_TOKEN_INL_H_
+#undef TXOPS_OPS_GATED_DELTA_RULE_KERNELS_ONE_TOKEN_INL_H_
+#else
+#define TXOPS_OPS_GATED_DELTA_RULE_KERNELS_ONE_TOKEN_INL_H_
+#endif
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/simd_convert-inl.h"
+#include "ops/gated_delta_rule/kernels.h"
+#include "ops/gated_delta_rule/recurrent_pack-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace gdr {
+
+// Decode, one token: every row of the head read from the pool (any storage type), updated, written to the
+// token's slot; k and q (or a⊙k, a⊙q) stay in registers and rows are independent, so loads of the next rows
+// overlap the reductions of the previous ones. The row is read once and written once: the state traffic.
+
+// One-token kernels stream the state once, a row at a time; Zen 3's L2 prefetcher stops at each 4 KiB page (16
+// bf16 rows of 128), so the row kRowsAhead ahead is prefetched in software (AVX2, 64 x 1 token, medians of paired
+// rounds: bf16 pool 18.7 -> 15.4 ms, fp32 31.9 -> 17.8 ms on 1 thread). Past the head's last row that is the next
+// head's state in a dense pool; a prefetch of an address the caller does not own is harmless (it never faults or
+// writes).
+constexpr int64_t kRowsAhead = 16;
+
+// Prefetches `bytes` from element `offset` of base (integer address arithmetic: the row may lie past the array).
+template <class TS>
+HWY_INLINE void PrefetchRow(const TS* base, int64_t offset, int64_t bytes) {
+  const uintptr_t row = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(offset * static_cast<int64_t>(sizeof(TS)));
+  for (int64_t byte = 0; byte < bytes; byte += 64) hwy::Prefetch(reinterpret_cast<const char*>(row + byte));
+}
+
+template <int NV, bool kVectorDecay>
+struct OneTokenConstants {
+  VF dot_k[NV], dot_q[NV];
+  VF alpha_v;
+  float alpha, beta, kq;
+  HWY_INLINE explicit OneTokenConstants(const TokenPack& tp) {
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    for (int j = 0; j < NV; ++j) {
+      dot_k[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_key : tp.key) + j * N);
+      dot_q[j] = hn::LoadU(df, (kVectorDecay ? tp.decayed_query : tp.query) + j * N);
+    }
+    alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+    alpha_v = hn::Set(df, alpha);
+    beta = tp.beta[0];
+    kq = tp.key_dot_query[0];
+  }
+};
+
+// Row r (already widened to fp32 in sv): writes out[r] and replaces sv by the updated row.
+template <int NV, bool kVectorDecay>
+HWY_INLINE void UpdateOneTokenRow(const TokenPack& tp, const OneTokenConstants<NV, kVectorDecay>& cst, int64_t r,
+                                  VF (&sv)[NV]) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF acc_k0 = hn::Zero(df), acc_k1 = hn::Zero(df), acc_q0 = hn::Zero(df), acc_q1 = hn::Zero(df);
+  for (int j = 0; j < NV; ++j) {
+    if (j % 2 == 0) {
+      acc_k0 = hn::MulAdd(sv[j], cst.dot_k[j], acc_k0);
+      acc_q0 = hn::MulAdd(sv[j], cst.dot_q[j], acc_q0);
+    } else {
+      acc_k1 = hn::MulAdd(sv[j], cst.dot_k[j], acc_k1);
+      acc_q1 = hn::MulAdd(sv[j], cst.dot_q[j], acc_q1);
+    }
+  }
+  const float sk = cst.alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_k0, acc_k1)));
+  const float sq = cst.alpha * hn::GetLane(hn::SumOfLanes(df, hn::Add(acc_q0, acc_q1)));
+  const float c = cst.beta * (tp.value[r] - sk);
+  tp.out[r] = sq + c * cst.kq;
+  const VF cv = hn::Set(df, c);
+  for (int j = 0; j < NV; ++j) {
+    const VF decayed = kVectorDecay ? hn::Mul(sv[j], hn::LoadU(df, tp.decay + j * N)) : hn::Mul(sv[j], cst.alpha_v);
+    sv[j] = hn::MulAdd(cv, hn::LoadU(df, tp.key + j * N), decayed);
+  }
+}
+
+template <int NV, bool kVectorDecay, class TS>
+HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_stride, TS* s_out, int64_t out_stride) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const OneTokenConstants<NV, kVectorDecay> cst(tp);
+  for (int64_t r = 0; r < tp.dv; ++r) {
+    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, static_cast<int64_t>(NV * N * sizeof(TS)));
+    VF sv[NV];
+    for (int j = 0; j < NV; ++j) sv[j] = LoadF32(df, s_in + r * in_stride + j * N);
+    UpdateOneTokenRow<NV, kVectorDecay>(tp, cst, r, sv);
+    for (int j = 0; j < NV; ++j) StoreF32(df, sv[j], s_out + r * out_stride + j * N);
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3
+// The same for a bf16 pool on CPUs with AVX512_BF16: vcvtneps2bf16 rounds to nearest even in one instruction
+// (instead of ~9 integer ops). It treats denormal inputs as zero: a bf16 state element below 2^-126 in
+// magnitude becomes ±0 (the only difference from the portable rounding).
+template <int NV, bool kVectorDecay>
+__attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBf16Insn(const TokenPack& tp,
+                                                                            const hwy::bfloat16_t* s_in,
+                                                                            int64_t in_stride, hwy::bfloat16_t* s_out,
+                                                                            int64_t out_stride) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const OneTokenConstants<NV, kVectorDecay> cst(tp);
+  for (int64_t r = 0; r < tp.dv; ++r) {
+    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, static_cast<int64_t>(NV * N * sizeof(hwy::bfloat16_t)));
+    VF sv[NV];
+    for (int j = 0; j < NV; ++j) sv[j] = LoadF32(df, s_in + r * in_stride + j * N);
+    UpdateOneTokenRow<NV, kVectorDecay>(tp, cst, r, sv);
+    for (int j = 0; j < NV; ++j) {
+      const __m256bh bits = _mm512_cvtneps_pbh(sv[j].raw);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(s_out + r * out_stride + j * N), reinterpret_cast<const __m256i&>(bits));
+    }
+  }
+}
+#endif
+
+// Decode, one token, rows wider than the register budget (AVX2 with Dk > 64; SCALAR): k and q are read from L1,
+// and each row is read twice — the dot products, then the update from the copy the first pass left in L1 — and
+// written once, so the state traffic is still one read and one write per row. Rows go in blocks of kRows,
+// software-pipelined: the dot products (and coefficients) of block b+1 are issued before the updates of block b, so
+// the next rows' loads and reductions overlap the current rows' updates instead of waiting behind them in the
+// reorder buffer.
+
+// Dot products of rows [r0, r0 + kRows): writes their outputs and the update coefficients c.
+template <bool kVectorDecay, class TS, int kRows>
+HWY_INLINE void OneTokenWideDots(const TokenPack& tp, int64_t vectors, int64_t r0, const TS* s_in, int64_t in_stride,
+                                 float* c) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
+  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  VF acc_k[kRows], acc_q[kRows];
+  for (int i = 0; i < kRows; ++i) acc_k[i] = acc_q[i] = hn::Zero(df);
+  for (int64_t j = 0; j < vectors; ++j) {
+    const VF k = hn::LoadU(df, dot_k + j * N), q = hn::LoadU(df, dot_q + j * N);
+    for (int i = 0; i < kRows; ++i) {
+      const VF sv = LoadF32(df, s_in + (r0 + i) * in_stride + j * N);
+      acc_k[i] = hn::MulAdd(sv, k, acc_k[i]);
+      acc_q[i] = hn::MulAdd(sv, q, acc_q[i]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    const float sk = alpha * hn::GetLane(hn::SumOfLanes(df, acc_k[i]));
+    const float sq = alpha * hn::GetLane(hn::SumOfLanes(df, acc_q[i]));
+    c[i] = tp.beta[0] * (tp.value[r0 + i] - sk);
+    tp.out[r0 + i] = sq + c[i] * tp.key_dot_query[0];
+  }
+}
+
+// Updates of rows [r0, r0 + kRows) with their coefficients c: s ← decay ⊙ s + c k, rounded into the output slot.
+template <bool kVectorDecay, class TS, int kRows>
+HWY_INLINE void OneTokenWideUpdates(const TokenPack& tp, int64_t vectors, int64_t r0, const TS* s_in,
+                                    int64_t in_stride, TS* s_out, int64_t out_stride, const float* c) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const VF alpha_v = hn::Set(df, kVectorDecay ? 1.0f : tp.alpha[0]);
+  VF cv[kRows];
+  for (int i = 0; i < kRows; ++i) cv[i] = hn::Set(df, c[i]);
+  for (int64_t j = 0; j < vectors; ++j) {
+    const VF k = hn::LoadU(df, tp.key + j * N);
+    const VF decay = kVectorDecay ? hn::LoadU(df, tp.decay + j * N) : alpha_v;
+    for (int i = 0; i < kRows; ++i) {
+      const VF sv = LoadF32(df, s_in + (r0 + i) * in_stride + j * N);
+      StoreF32(df, hn::MulAdd(cv[i], k, hn::Mul(sv, decay)), s_out + (r0 + i) * out_stride + j * N);
+    }
+  }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// The same for a bf16 pool as pair vectors (core/simd_convert-inl.h): a block of 2N state elements loads as its
+// even and odd elements (one shift or one mask each, no widening shuffle) and stores with one merge, so k, q and
+// the decay are split the same way once per token (LoadInterleaved2). Needs Dk a multiple of 2N.
+struct SplitToken {
+  static constexpr int64_t kMax = 256;  // floats per parity: Dk <= 512
+  HWY_ALIGN float dot_k[2][kMax], dot_q[2][kMax], key[2][kMax], decay[2][kMax];
+};
+
+template <bool kVectorDecay>
+HWY_INLINE void SplitTokenPack(const TokenPack& tp, int64_t blocks, SplitToken* st) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
+  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  for (int64_t b = 0; b < blocks; ++b) {
+    VF e, o;
+    hn::LoadInterleaved2(df, dot_k + 2 * b * N, e, o);
+    hn::Store(e, df, st->dot_k[0] + b * N), hn::Store(o, df, st->dot_k[1] + b * N);
+    hn::LoadInterleaved2(df, dot_q + 2 * b * N, e, o);
+    hn::Store(e, df, st->dot_q[0] + b * N), hn::Store(o, df, st->dot_q[1] + b * N);
+    hn::LoadInterleaved2(df, tp.key + 2 * b * N, e, o);
+    hn::Store(e, df, st->key[0] + b * N), hn::Store(o, df, st->key[1] + b * N);
+    if (kVectorDecay) {
+      hn::LoadInterleaved2(df, tp.decay + 2 * b * N, e, o);
+      hn::Store(e, df, st->decay[0] + b * N), hn::Store(o, df, st->decay[1] + b * N);
+    }
+  }
+}
+
+template <int kRows>
+HWY_INLINE void PairDots(const TokenPack& tp, const SplitToken& st, int64_t blocks, float alpha, int64_t r0,
+                         const hwy::bfloat16_t* s_in, int64_t in_stride, float* c) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  VF acc_k[kRows], acc_q[kRows];
+  for (int i = 0; i < kRows; ++i) acc_k[i] = acc_q[i] = hn::Zero(df);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const VF ke = hn::Load(df, st.dot_k[0] + b * N), ko = hn::Load(df, st.dot_k[1] + b * N);
+    const VF qe = hn::Load(df, st.dot_q[0] + b * N), qo = hn::Load(df, st.dot_q[1] + b * N);
+    for (int i = 0; i < kRows; ++i) {
+      VF e, o;
+      LoadBF16Pairs(df, s_in + (r0 + i) * in_stride + 2 * b * N, &e, &o);
+      acc_k[i] = hn::MulAdd(o, ko, hn::MulAdd(e, ke, acc_k[i]));
+      acc_q[i] = hn::MulAdd(o, qo, hn::MulAdd(e, qe, acc_q[i]));
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    const float sk = alpha * hn::GetLane(hn::SumOfLanes(df, acc_k[i]));
+    const float sq = alpha * hn::GetLane(hn::SumOfLanes(df, acc_q[i]));
+    c[i] = tp.beta[0] * (tp.value[r0 + i] - sk);
+    tp.out[r0 + i] = sq + c[i] * tp.key_dot_query[0];
+  }
+}
+
+template <bool kVectorDecay, int kRows>
+HWY_INLINE void PairUpdates(const SplitToken& st, int64_t blocks, float alpha, int64_t r0,
+                            const hwy::bfloat16_t* s_in, int64_t in_stride, hwy::bfloat16_t* s_out,
+                            int64_t out_stride, const float* c) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  VF cv[kRows];
+  for (int i = 0; i < kRows; ++i) cv[i] = hn::Set(df, c[i]);
+  const VF alpha_v = hn::Set(df, alpha);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const VF ke = hn::Load(df, st.key[0] + b * N), ko = hn::Load(df, st.key[1] + b * N);
+    const VF de = kVectorDecay ? hn::Load(df, st.decay[0] + b * N) : alpha_v;
+    const VF dO = kVectorDecay ? hn::Load(df, st.decay[1] + b * N) : alpha_v;
+    for (int i = 0; i < kRows; ++i) {
+      VF e, o;
+      LoadBF16Pairs(df, s_in + (r0 + i) * in_stride + 2 * b * N, &e, &o);
+      StoreBF16Pairs(df, hn::MulAdd(cv[i], ke, hn::Mul(e, de)), hn::MulAdd(cv[i], ko, hn::Mul(o, dO)),
+                     s_out + (r0 + i) * out_stride + 2 * b * N);
+    }
+  }
+}
+
+template <bool kVectorDecay>
+HWY_NOINLINE void OneTokenWidePairs(const TokenPack& tp, int64_t vectors, const hwy::bfloat16_t* s_in,
+                                    int64_t in_stride, hwy::bfloat16_t* s_out, int64_t out_stride) {
+  constexpr int kRows = 4;
+  const int64_t pair_blocks = vectors / 2, blocks = tp.dv / kRows;
+  const int64_t row_bytes = vectors * static_cast<int64_t>(hn::Lanes(DF()) * sizeof(hwy::bfloat16_t));
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  SplitToken st;
+  SplitTokenPack<kVectorDecay>(tp, pair_blocks, &st);
+  float c_cur[kRows], c_next[kRows];
+  if (blocks > 0) PairDots<kRows>(tp, st, pair_blocks, alpha, 0, s_in, in_stride, c_cur);
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int i = 0; i < kRows; ++i) PrefetchRow(s_in, ((b + 1) * kRows + kRowsAhead + i) * in_stride, row_bytes);
+    if (b + 1 < blocks) PairDots<kRows>(tp, st, pair_blocks, alpha, (b + 1) * kRows, s_in, in_stride, c_next);
+    PairUpdates<kVectorDecay, kRows>(st, pair_blocks, alpha, b * kRows, s_in, in_stride, s_out, out_stride, c_cur);
+    for (int i = 0; i < kRows; ++i) c_cur[i] = c_next[i];
+  }
+  for (int64_t r = blocks * kRows; r < tp.dv; ++r) {
+    float c;
+    PairDots<1>(tp, st, pair_blocks, alpha, r, s_in, in_stride, &c);
+    PairUpdates<kVectorDecay, 1>(st, pair_blocks, alpha, r, s_in, in_stride, s_out, out_stride, &c);
+  }
+}
+#endif
+
+template <bool kVectorDecay, class TS>
+HWY_NOINLINE void OneTokenWideRows(const TokenPack& tp, int64_t vectors, const TS* s_in, int64_t in_stride,
+                                   TS* s_out, int64_t out_stride) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
+    if (vectors % 2 == 0 && vectors * static_cast<int64_t>(hn::Lanes(DF())) <= 2 * SplitToken::kMax)
+      return OneTokenWidePairs<kVectorDecay>(tp, vectors, s_in, in_stride, s_out, out_stride);
+  }
+#endif
+  constexpr int kRows = 4;
+  const int64_t blocks = tp.dv / kRows;
+  float c_cur[kRows], c_next[kRows];
+  if (blocks > 0) OneTokenWideDots<kVectorDecay, TS, kRows>(tp, vectors, 0, s_in, in_stride, c_cur);
+  const int64_t row_bytes = vectors * static_cast<int64_t>(hn::Lanes(DF()) * sizeof(TS));
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int i = 0; i < kRows; ++i) PrefetchRow(s_in, ((b + 1) * kRows + kRowsAhead + i) * in_stride, row_bytes);
+    if (b + 1 < blocks)
+      OneTokenWideDots<kVectorDecay, TS, kRows>(tp, vectors, (b + 1) * kRows, s_in, in_stride, c_next);
+    OneTokenWideUpdates<kVectorDecay, TS, kRows>(tp, vectors, b * kRows, s_in, in_stride, s_out, out_stride, c_cur);
+    for (int i = 0; i < kRows; ++i) c_cur[i] = c_next[i];
+  }
+  for (int64_t r = blocks * kRows; r < tp.dv; ++r) {
+    float c;
+    OneTokenWideDots<kVectorDecay, TS, 1>(tp, vectors, r, s_in, in_stride, &c);
+    OneTokenWideUpdates<kVectorDecay, TS, 1>(tp, vectors, r, s_in, in_stride, s_out, out_stride, &c);
+  }
+}
+
+template <class TS>
+void OneTokenTokens(int64_t vectors, bool bf16_insn, const TokenPack& tp, const TS* s_in, int64_t in_stride,
+                    TS* s_out, int64_t out_stride) {
+#if HWY_TARGET == HWY_AVX3
+  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
+    if (bf16_insn && vectors == 8) {
+      return tp.decay ? OneTokenRowsBf16Insn<8, true>(tp, s_in, in_stride, s_out, out_stride)
+                      : OneTokenRowsBf16Insn<8, false>(tp, s_in, in_stride, s_out, out_stride);
+    }
+  }
+#endif
+  (void)bf16_insn;
+  switch (vectors) {
+#define TXOPS_GDR_ONE_TOKEN(NV)                                                        \
+  case NV:                                                                             \
+    return tp.decay ? OneTokenRows<NV, true, TS>(tp, s_in, in_stride, s_out, out_stride) \
+                    : OneTokenRows<NV, false, TS>(tp, s_in, in_stride, s_out, out_stride);
+    TXOPS_GDR_ONE_TOKEN(1)
+    TXOPS_GDR_ONE_TOKEN(2)
+    TXOPS_GDR_ONE_TOKEN(4)
+    TXOPS_GDR_ONE_TOKEN(8)
+#undef TXOPS_GDR_ONE_TOKEN
+    default: HWY_ASSERT(false);
+  }
+}
+
+// ---- decode, one token, on a key-major pool: element (v, k) of a head at base + k * key_stride + v ----
+// The memory order of transformers' and fla's [N, HV, K, V] states, which reach txops as their transposed views.
+// Vectors run along v, so the dot products become column sums over the Dk memory rows:
+//   (1) sk = Sᵀ(a⊙k), sq = Sᵀ(a⊙q), four memory rows per step into L1 accumulators of Dv floats;
+//       c = beta (v - sk), o = sq + c (k.q);
+//   (2) S <- a⊙S + k cᵀ, row by row, from the copy pass (1) left in L1/L2.
+// The state traffic is one read and one write, as for the value-major kernels. Groups of C::kVectors·N along v
+// (Dv a multiple of that): plain vectors, or for a bf16 pool pair vectors, with sk, sq, c in the codec's order
+// until the outputs are stored (the same bits either way: everything is per v).
+template <class TS>
+struct VCodec {  // plain vectors
+  static constexpr int kVectors = 1;
+  static HWY_INLINE void Load(DF df, const TS* p, VF* v) { v[0] = LoadF32(df, p); }
+  static HWY_INLINE void Store(DF df, const VF* v, TS* p) { StoreF32(df, v[0], p); }
+  static HWY_INLINE void LoadOrdered(DF df, const float* p, VF* v) { v[0] = hn::LoadU(df, p); }
+  static HWY_INLINE void StoreOrdered(DF df, const VF* v, float* p) { hn::StoreU(v[0], df, p); }
+};
+#if HWY_TARGET != HWY_SCALAR
+struct PairCodec {  // bf16 pairs: even and odd elements of 2N
+  static constexpr int kVectors = 2;
+  static HWY_INLINE void Load(DF df, const hwy::bfloat16_t* p, VF* v) { LoadBF16Pairs(df, p, &v[0], &v[1]); }
+  static HWY_INLINE void Store(DF df, const VF* v, hwy::bfloat16_t* p) { StoreBF16Pairs(df, v[0], v[1], p); }
+  static HWY_INLINE void LoadOrdered(DF df, const float* p, VF* v) { hn::LoadInterleaved2(df, p, v[0], v[1]); }
+  static HWY_INLINE void StoreOrdered(DF df, const VF* v, float* p) { hn::StoreInterleaved2(v[0], v[1], df, p); }
+};
+#endif
+
+template <bool kVectorDecay, class TS, class C>
+HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
+                                  int64_t out_stride) {
+  constexpr int V = C::kVectors;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv, G = V * N;
+  HWY_ALIGN float sk[kGdrKeyMajorMaxValueDim], sq[kGdrKeyMajorMaxValueDim];
+  for (int64_t j = 0; j < dv; j += N) hn::Store(hn::Zero(df), df, sk + j), hn::Store(hn::Zero(df), df, sq + j);
+  const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
+  const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
+  const int64_t row_bytes = dv * static_cast<int64_t>(sizeof(TS));
+  constexpr int kRows = 4;
+  int64_t r = 0;
+  for (; r + kRows <= dk; r += kRows) {
+    VF kb[kRows], qb[kRows];
+    for (int i = 0; i < kRows; ++i) kb[i] = hn::Set(df, dot_k[r + i]), qb[i] = hn::Set(df, dot_q[r + i]);
+    for (int i = 0; i < kRows; ++i) PrefetchRow(s_in, (r + kRowsAhead + i) * in_stride, row_bytes);
+    for (int64_t j = 0; j < dv; j += G) {
+      VF acc_k[V], acc_q[V];
+      for (int u = 0; u < V; ++u) acc_k[u] = hn::Load(df, sk + j + u * N), acc_q[u] = hn::Load(df, sq + j + u * N);
+      for (int i = 0; i < kRows; ++i) {
+        VF sv[V];
+        C::Load(df, s_in + (r + i) * in_stride + j, sv);
+        for (int u = 0; u < V; ++u) acc_k[u] = hn::MulAdd(sv[u], kb[i], acc_k[u]), acc_q[u] = hn::MulAdd(sv[u], qb[i], acc_q[u]);
+      }
+      for (int u = 0; u < V; ++u) hn::Store(acc_k[u], df, sk + j + u * N), hn::Store(acc_q[u], df, sq + j + u * N);
+    }
+  }
+  for (; r < dk; ++r) {
+    const VF kb = hn::Set(df, dot_k[r]), qb = hn::Set(df, dot_q[r]);
+    for (int64_t j = 0; j < dv; j += G) {
+      VF sv[V];
+      C::Load(df, s_in + r * in_stride + j, sv);
+      for (int u = 0; u < V; ++u) {
+        hn::Store(hn::MulAdd(sv[u], kb, hn::Load(df, sk + j + u * N)), df, sk + j + u * N);
+        hn::Store(hn::MulAdd(sv[u], qb, hn::Load(df, sq + j + u * N)), df, sq + j + u * N);
+      }
+    }
+  }
+  const float alpha = kVectorDecay ? 1.0f : tp.alpha[0];
+  const VF alpha_v = hn::Set(df, alpha), beta = hn::Set(df, tp.beta[0]), kq = hn::Set(df, tp.key_dot_query[0]);
+  for (int64_t j = 0; j < dv; j += G) {  // sk becomes c
+    VF value[V], out[V];
+    C::LoadOrdered(df, tp.value + j, value);
+    for (int u = 0; u < V; ++u) {
+      const VF c = hn::Mul(beta, hn::Sub(value[u], hn::Mul(alpha_v, hn::Load(df, sk + j + u * N))));
+      out[u] = hn::MulAdd(c, kq, hn::Mul(alpha_v, hn::Load(df, sq + j + u * N)));
+      hn::Store(c, df, sk + j + u * N);
+    }
+    C::StoreOrdered(df, out, tp.out + j);
+  }
+  for (r = 0; r < dk; ++r) {
+    const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
+    const TS* src = s_in + r * in_stride;
+    TS* dst = s_out + r * out_stride;
+    for (int64_t j = 0; j < dv; j += G) {
+      VF sv[V];
+      C::Load(df, src + j, sv);
+      for (int u = 0; u < V; ++u) sv[u] = hn::MulAdd(kr, hn::Load(df, sk + j + u * N), hn::Mul(sv[u], decay));
+      C::Store(df, sv, dst + j);
+    }
+  }
+}
+
+template <bool kVectorDecay, class TS>
+HWY_INLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
+                                 int64_t out_stride) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
+    if (tp.dv % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
+      return KeyMajorColumns<kVectorDecay, TS, PairCodec>(tp, dk, s_in, in_stride, s_out, out_stride);
+  }
+#endif
+  KeyMajorColumns<kVectorDecay, TS, VCodec<TS>>(tp, dk, s_in, in_stride, s_out, out_stride);
+}
+
+}  // namespace gdr
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
