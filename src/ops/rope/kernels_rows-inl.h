@@ -251,7 +251,8 @@ HWY_INLINE void Put(DF df, VF v, hwy::bfloat16_t* p, bool stream) {
 
 // ---- bf16 activations and bf16 cos/sin: "pair" vectors ----
 // (core/simd_convert-inl.h: LoadBF16Pairs, MergeBF16Pairs), so pairs (2k, 2k+1) arrive split with no shuffle at
-// all; StorePairs adds streaming and the AVX512_BF16 conversion. Used by every mode; element formulas are unchanged, so results are bit-identical to the generic path.
+// all; StorePairs adds streaming and the AVX512_BF16 conversion. Used by every mode; element formulas are
+// unchanged, so results are bit-identical to the generic path.
 using BF = hwy::bfloat16_t;
 using DU = hn::RebindToUnsigned<DF>;
 using VU = hn::Vec<DU>;
