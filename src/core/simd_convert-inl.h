@@ -47,19 +47,24 @@ HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::float16_t* HWY_RESTRICT p) {
 }
 
 // ---- rounding to 16-bit storage ----
+// The bf16 of `v` (round to nearest even, NaN quieted) in the high 16 bits of each u32 lane.
 template <class DF>
-HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> RoundToBF16Bits(DF df, hn::Vec<DF> v) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundToBF16High(DF df, hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du;
-  const hn::RebindToSigned<DF> di;
-  const hn::Rebind<uint16_t, DF> du16;
   const auto bits = hn::BitCast(du, v);
   const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
   const auto rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb));
   const auto quiet = hn::Or(bits, hn::Set(du, 0x00400000u));
-  // Select, then one shift (shifts are the scarce port in this sequence on Zen 3).
-  const auto out = hn::ShiftRight<16>(hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded));
   (void)df;
-  return hn::DemoteTo(du16, hn::BitCast(di, out));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> RoundToBF16Bits(DF df, hn::Vec<DF> v) {
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint16_t, DF> du16;
+  // Select, then one shift (shifts are the scarce port in this sequence on Zen 3).
+  return hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(RoundToBF16High(df, v))));
 }
 
 // ---- stores ----
@@ -144,18 +149,6 @@ HWY_INLINE void LoadBF16Pairs(DF df, const hwy::bfloat16_t* HWY_RESTRICT p, hn::
   const auto bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
   *even = hn::BitCast(df, hn::ShiftLeft<16>(bits));
   *odd = hn::BitCast(df, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
-}
-
-// The bf16 of `v` (round to nearest even, NaN quieted) in the high 16 bits of each u32 lane.
-template <class DF>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundToBF16High(DF df, hn::Vec<DF> v) {
-  const hn::RebindToUnsigned<DF> du;
-  const auto bits = hn::BitCast(du, v);
-  const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
-  const auto rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb));
-  const auto quiet = hn::Or(bits, hn::Set(du, 0x00400000u));
-  (void)df;
-  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
 }
 
 // even / odd rounded and merged: lane j holds bf16(even_j) | bf16(odd_j) << 16.

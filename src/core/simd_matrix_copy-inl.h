@@ -55,66 +55,78 @@ HWY_INLINE void TransposeTile8x8(__m256 (&r)[8]) {
 // elements (a whole fp32 line) of each of its 8 rows are used at once.
 constexpr int64_t kTileColumns = 16;
 
+#if TXOPS_HAVE_TILE_TRANSPOSE
+// The walk both copies share when the strided side is a transpose: tile(r, c) for the 8 x 8 tiles of blocks of
+// kTileColumns rows (columns below a multiple of 8), element(r, c) for those blocks' remaining columns. Returns
+// the rows it covered; the caller runs element over the rest.
+template <class Tile, class Element>
+HWY_INLINE int64_t ForEachTile(int64_t rows, int64_t cols, const Tile& tile, const Element& element) {
+  const int64_t c_full = cols / 8 * 8;
+  int64_t r0 = 0;
+  for (; r0 + kTileColumns <= rows; r0 += kTileColumns) {
+    for (int64_t c0 = 0; c0 < c_full; c0 += 8)
+      for (int64_t h = 0; h < kTileColumns; h += 8) tile(r0 + h, c0);
+    for (int64_t c = c_full; c < cols; ++c)
+      for (int64_t r = r0; r < r0 + kTileColumns; ++r) element(r, c);
+  }
+  return r0;
+}
+#endif
+
 // dst[r * ld_dst + c] = src[r * row_stride + c * col_stride] as fp32, r < rows, c < cols.
 template <class T>
 HWY_INLINE void LoadMatrixF32(const T* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
                               float* dst, int64_t ld_dst) {
-  int64_t r0 = 0;
   if (col_stride == 1) {
     for (int64_t r = 0; r < rows; ++r) LoadRowF32(src + r * row_stride, 1, cols, cols, dst + r * ld_dst);
     return;
   }
+  const auto element = [&](int64_t r, int64_t c) HWY_ATTR {
+    dst[r * ld_dst + c] = LoadScalarF32(src + r * row_stride + c * col_stride);
+  };
+  int64_t r0 = 0;
 #if TXOPS_HAVE_TILE_TRANSPOSE
-  if (row_stride == 1) {  // src is the transpose of a dense matrix: 8 x 8 tiles, rows r0.. of dst per step
+  if (row_stride == 1) {  // src is the transpose of a dense matrix: rows r.. r + 7 of dst per tile
     const hn::FixedTag<float, 8> d8;
-    const int64_t c_full = cols / 8 * 8;
-    for (; r0 + kTileColumns <= rows; r0 += kTileColumns) {
-      for (int64_t c0 = 0; c0 < c_full; c0 += 8) {
-        for (int64_t h = 0; h < kTileColumns; h += 8) {
-          __m256 tile[8];
-          for (int i = 0; i < 8; ++i) tile[i] = LoadF32(d8, src + (c0 + i) * col_stride + r0 + h).raw;
-          TransposeTile8x8(tile);
-          for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (r0 + h + j) * ld_dst + c0, tile[j]);
-        }
-      }
-      for (int64_t c = c_full; c < cols; ++c)
-        for (int64_t r = r0; r < r0 + kTileColumns; ++r) dst[r * ld_dst + c] = LoadScalarF32(src + c * col_stride + r);
-    }
+    const auto tile = [&](int64_t r, int64_t c) HWY_ATTR {
+      __m256 t[8];
+      for (int i = 0; i < 8; ++i) t[i] = LoadF32(d8, src + (c + i) * col_stride + r).raw;
+      TransposeTile8x8(t);
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (r + j) * ld_dst + c, t[j]);
+    };
+    r0 = ForEachTile(rows, cols, tile, element);
   }
 #endif
   for (int64_t r = r0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) dst[r * ld_dst + c] = LoadScalarF32(src + r * row_stride + c * col_stride);
+    for (int64_t c = 0; c < cols; ++c) element(r, c);
 }
 
 // dst[r * row_stride + c * col_stride] = src[r * ld_src + c], rounded to T, r < rows, c < cols.
 template <class T>
 HWY_INLINE void StoreMatrixF32(const float* src, int64_t ld_src, int64_t rows, int64_t cols, T* dst,
                                int64_t row_stride, int64_t col_stride) {
-  int64_t r0 = 0;
   if (col_stride == 1) {
     for (int64_t r = 0; r < rows; ++r) StoreRowF32(src + r * ld_src, cols, dst + r * row_stride, 1);
     return;
   }
+  const auto element = [&](int64_t r, int64_t c) HWY_ATTR {
+    StoreScalarF32(src[r * ld_src + c], dst + r * row_stride + c * col_stride);
+  };
+  int64_t r0 = 0;
 #if TXOPS_HAVE_TILE_TRANSPOSE
   if (row_stride == 1) {
     const hn::FixedTag<float, 8> d8;
-    const int64_t c_full = cols / 8 * 8;
-    for (; r0 + kTileColumns <= rows; r0 += kTileColumns) {
-      for (int64_t c0 = 0; c0 < c_full; c0 += 8) {
-        for (int64_t h = 0; h < kTileColumns; h += 8) {
-          __m256 tile[8];
-          for (int j = 0; j < 8; ++j) tile[j] = _mm256_loadu_ps(src + (r0 + h + j) * ld_src + c0);
-          TransposeTile8x8(tile);
-          for (int i = 0; i < 8; ++i) StoreF32(d8, hn::Vec<decltype(d8)>{tile[i]}, dst + (c0 + i) * col_stride + r0 + h);
-        }
-      }
-      for (int64_t c = c_full; c < cols; ++c)
-        for (int64_t r = r0; r < r0 + kTileColumns; ++r) StoreScalarF32(src[r * ld_src + c], dst + c * col_stride + r);
-    }
+    const auto tile = [&](int64_t r, int64_t c) HWY_ATTR {
+      __m256 t[8];
+      for (int j = 0; j < 8; ++j) t[j] = _mm256_loadu_ps(src + (r + j) * ld_src + c);
+      TransposeTile8x8(t);
+      for (int i = 0; i < 8; ++i) StoreF32(d8, hn::Vec<decltype(d8)>{t[i]}, dst + (c + i) * col_stride + r);
+    };
+    r0 = ForEachTile(rows, cols, tile, element);
   }
 #endif
   for (int64_t r = r0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) StoreScalarF32(src[r * ld_src + c], dst + r * row_stride + c * col_stride);
+    for (int64_t c = 0; c < cols; ++c) element(r, c);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -181,14 +181,20 @@ void plan_common(GdrPlan* plan, Isa isa) {
   }
 }
 
+// Whether OneTokenKeyMajor can run on `state` in place: key-major (v stride 1; transformers' and fla's order) with
+// Dv a whole number of vectors, at most kGdrKeyMajorMaxValueDim.
+bool key_major_kernel_fits(const GdrPlan& plan, const TensorView& state) {
+  const int64_t dv = plan.problem.value_dim;
+  return state.strides[2] == 1 && state.strides[3] != 1 && dv % plan.layout.lanes == 0 &&
+         dv <= kGdrKeyMajorMaxValueDim;
+}
+
 // Whether the one-token kernels (OneTokenStraight) can read state_in and write state_out in place of staging:
-// both key-major (v stride 1) with Dv a whole number of vectors, or both value-major with unpadded rows and a
-// one-token row kernel for that width.
+// both key-major as above, or both value-major with unpadded rows and a one-token row kernel for that width.
 bool one_token_kernel_fits(const GdrPlan& plan) {
   const GdrProblem& p = plan.problem;
   const TensorView &in = p.state_in, &out = p.state_out;
-  if (in.strides[2] == 1 && out.strides[2] == 1 && in.strides[3] != 1 && out.strides[3] != 1)
-    return p.value_dim % plan.layout.lanes == 0 && p.value_dim <= kGdrKeyMajorMaxValueDim;
+  if (key_major_kernel_fits(plan, in) && key_major_kernel_fits(plan, out)) return true;
   return in.strides[3] == 1 && out.strides[3] == 1 && plan.layout.key_dim_padded == p.key_dim &&
          (plan.layout.token_major || plan.layout.register_rows == 0);
 }
@@ -254,11 +260,10 @@ Status prepare_recurrent_gated_delta_rule(const TensorView& query, const TensorV
   // register budget) the two-pass wide-row kernel for one token per sequence.
   const bool token_fits = plan->layout.register_rows > 0 ? longest <= kGdrTokenBlock : longest <= 1;
   plan->direct_state = plan->layout.key_dim_padded == p.key_dim && p.state_in.strides[3] == 1 && token_fits;
-  // A key-major pool (v stride 1; transformers' and fla's state order) is read in place by OneTokenKeyMajor for one
-  // token per sequence; the start-state snapshot of slot conflicts is value-major, so those plans stage instead.
-  plan->key_major_state = !plan->direct_state && p.state_in.strides[2] == 1 && p.state_in.strides[3] != 1 &&
-                          longest <= 1 && !p.slot_conflict && p.value_dim % plan->layout.lanes == 0 &&
-                          p.value_dim <= kGdrKeyMajorMaxValueDim;
+  // A key-major pool is read in place by OneTokenKeyMajor for one token per sequence; the start-state snapshot of
+  // slot conflicts is value-major, so those plans stage instead.
+  plan->key_major_state = !plan->direct_state && key_major_kernel_fits(*plan, p.state_in) && longest <= 1 &&
+                          !p.slot_conflict;
   plan->avx512_bf16 = isa == Isa::kAvx512 && cpu_has_avx512_bf16();
   *op = make_op(std::move(plan), isa, "recurrent_gated_delta_rule");
   return Status();
