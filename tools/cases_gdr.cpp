@@ -6,8 +6,8 @@
 // qwen3-next-train (the prefill's backward, chunk_gated_delta_rule_grad, on the prefill shapes: one sequence,
 // equal, ragged). bf16 by
 // default (q, k, v, beta, out and the states share the dtype; g is fp32); fp32 on request.
-// FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm (the backward: 25*Dk*Dv, the count of
-// src/ops/gated_delta_rule/README.md "Backward"). Bytes: every input and output once;
+// FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm (the backward: 16*Dk*Dv + 64*(5*Dv + 4*Dk),
+// its chunked algorithm's count, src/ops/gated_delta_rule/README.md "Backward"). Bytes: every input and output once;
 // decode's state traffic counts each touched state read once and written once per token.
 // The fp64 token loop is slow for prefill shapes (~26 GFLOP), so the reference covers the first key heads
 // (and their value-head groups) within a fixed budget; heads are independent, so this checks the same code.
@@ -253,7 +253,7 @@ class ChunkGdrGradCase : public BenchCase {
     fill_uniform(&dfinal_, 78, -0.1f, 0.1f);
     scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
     tokens = T;
-    flops = 25.0 * Dk * Dv * T * Nv;
+    flops = (16.0 * Dk * Dv + 64.0 * (5.0 * Dv + 4.0 * Dk)) * T * Nv;
     bytes = 0;
     for (const HostTensor* t : {&q_, &k_, &v_, &beta_, &g_, &init_, &dout_, &dfinal_, &dq_, &dk_, &dv_, &dbeta_,
                                 &dg_, &dinit_, &lens_})

@@ -57,51 +57,74 @@ struct GdrGradPlan {
   int64_t items = 0;                // B * Nk
   std::vector<int64_t> part_start;  // threads + 1: part k runs items [part_start[k], part_start[k + 1])
   int64_t key_dim_padded = 0;       // Dk rounded up to 16
+  int64_t value_dim_padded = 0;     // Dv rounded up to 16
   int64_t max_chunks = 0;           // chunks of the longest sequence
   int64_t scratch_floats = 0;       // per thread (one area per part)
 };
 
-// One thread's scratch (C = kGdrChunk, G = value heads per key head, dkp = Dk padded, Dv as is):
+// One thread's scratch (C = kGdrChunk, G = value heads per key head, dkp / dvp = Dk / Dv rounded up to 16). The
+// forward's chunk machinery (chunked_layout.h) recomputes each chunk's record; the rest is the backward's.
 struct GdrGradScratch {
-  float* boundary = nullptr;  // G x max_chunks x Dv x dkp: the fp32 state before each chunk (checkpoints)
-  float* adjoint = nullptr;   // G x Dv x dkp: D = ∂L/∂S of each value head, carried backwards over the chunks
-  float* key = nullptr;       // C x dkp: the chunk's k rows (fp32, zero-padded)
-  float* query = nullptr;     // C x dkp: scale · q
-  float* value = nullptr;     // C x Dv
-  float* grad_out = nullptr;  // C x Dv
-  float* beta = nullptr;      // C
-  float* alpha = nullptr;     // C: exp(g)
-  float* dq = nullptr;        // C x dkp accumulators (all value heads of the key head)
-  float* dk = nullptr;        // C x dkp
-  float* dv = nullptr;        // C x Dv (one value head)
-  float* dbeta = nullptr;     // C
-  float* dg = nullptr;        // C
-  float* states = nullptr;    // kGdrGradMaxRows x C x dkp: the per-token states of the rows being back-propagated
-  float* err = nullptr;       // kGdrGradMaxRows x C: v_i − p_i per token
+  GdrPackScratch pack;          // the chunk's [K; Q] rows, raw grams, β, e^G, cumsum(g) of one value head
+  GdrChunkRecord record;        // its scaled rows, A and P, decays
+  GdrPassScratch pass;          // X = β⊙e^G⊙K Sᵀ of the checkpoint pass
+  float* checkpoints = nullptr; // G x max_chunks x Dk x dvp: Sᵀ before each chunk (fp32)
+  float* solved = nullptr;      // G x max_chunks x C x dvp: U = (I + A)^{-1} (β⊙V − X) of each chunk
+  float* adjoint = nullptr;     // G x Dk x dvp: ∂L/∂Sᵀ of each value head, carried backwards over the chunks
+  float* state = nullptr;       // dvp x dkp: S (the checkpoint, untransposed)
+  float* adjoint_rows = nullptr;// dvp x dkp: ∂L/∂S (the adjoint, untransposed)
+  float* stacked = nullptr;     // 2C x dvp: [−dR; dO]
+  float* grad_u = nullptr;      // C x dvp: dU
+  float* solved_t = nullptr;    // dvp x C: Uᵀ
+  float* products = nullptr;    // 2C x C: [dA; dP], then [β⊙dA⊙Γ; scale⊙dP⊙Γ]
+  float* p_t = nullptr;         // C x C: Pᵀ, then (scale⊙dP⊙Γ)ᵀ
+  float* key_mix = nullptr;     // C x C: dA' + dA'ᵀ
+  float* w1 = nullptr;          // 2C x dkp: [−dR; dO] S
+  float* key_decayed = nullptr; // C x dkp: e^{G_last − G_i} k_i
+  float* u_adj = nullptr;       // C x dkp: U ∂L/∂S
+  float* scaled_t = nullptr;    // dkp x 2C: [β⊙e^G⊙K; e^G⊙Q·scale]ᵀ
+  float* value = nullptr;       // C x dvp: the chunk's v rows
+  float* dq = nullptr;          // C x dkp accumulators (all value heads of the key head)
+  float* dk = nullptr;          // C x dkp
+  float* dbeta = nullptr;       // C
+  float* dgate = nullptr;       // C: ∂L/∂G (G = cumsum of g in the chunk), then dg
+  float* colsum = nullptr;      // C
 };
 
-// Rows of S back-propagated together, token-major (independent rows overlap in the out-of-order core).
-constexpr int64_t kGdrGradMaxRows = 8;
-
-inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t max_chunks, int64_t dv, int64_t dkp,
+inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t max_chunks, int64_t dk, int64_t dkp, int64_t dvp,
                               GdrGradScratch* s) {
   constexpr int64_t C = kGdrChunk;
   GdrCarver c(base);
-  s->boundary = c.take(group * max_chunks * dv * dkp);
-  s->adjoint = c.take(group * dv * dkp);
-  s->key = c.take(C * dkp);
-  s->query = c.take(C * dkp);
-  s->value = c.take(C * dv);
-  s->grad_out = c.take(C * dv);
-  s->beta = c.take(C);
-  s->alpha = c.take(C);
+  auto sub = [&](int64_t floats) { return c.take(floats); };
+  float* pack = sub(gdr_carve_pack(nullptr, dkp, &s->pack));
+  float* record = sub(gdr_carve_record(nullptr, dkp, dvp, &s->record));
+  float* pass = sub(gdr_carve_pass(nullptr, dvp, &s->pass));
+  if (base != nullptr) {
+    gdr_carve_pack(pack, dkp, &s->pack);
+    gdr_carve_record(record, dkp, dvp, &s->record);
+    gdr_carve_pass(pass, dvp, &s->pass);
+  }
+  s->checkpoints = c.take(group * max_chunks * dk * dvp);
+  s->solved = c.take(group * max_chunks * C * dvp);
+  s->adjoint = c.take(group * dk * dvp);
+  s->state = c.take(dvp * dkp);
+  s->adjoint_rows = c.take(dvp * dkp);
+  s->stacked = c.take(2 * C * dvp);
+  s->grad_u = c.take(C * dvp);
+  s->solved_t = c.take(dvp * C);
+  s->products = c.take(2 * C * C);
+  s->p_t = c.take(C * C);
+  s->key_mix = c.take(C * C);
+  s->w1 = c.take(2 * C * dkp);
+  s->key_decayed = c.take(C * dkp);
+  s->u_adj = c.take(C * dkp);
+  s->scaled_t = c.take(dkp * 2 * C);
+  s->value = c.take(C * dvp);
   s->dq = c.take(C * dkp);
   s->dk = c.take(C * dkp);
-  s->dv = c.take(C * dv);
   s->dbeta = c.take(C);
-  s->dg = c.take(C);
-  s->states = c.take(kGdrGradMaxRows * C * dkp);
-  s->err = c.take(kGdrGradMaxRows * C);
+  s->dgate = c.take(C);
+  s->colsum = c.take(C);
   return c.used();
 }
 

@@ -1,25 +1,34 @@
-// backward_kernels.cpp — the backward of the chunked gated delta rule (Highway: AVX3, AVX2, SCALAR); README.md
-// "Backward" has the derivation. Per (sequence, key head) item and each of its value heads:
-//   1. checkpoints: the forward recurrence, row by row, keeping the fp32 state before every chunk of 64 tokens;
-//   2. chunks in reverse order: the chunk's per-token states recomputed from its checkpoint (rows kept in scratch),
-//      then the reverse sweep over its tokens carrying D = ∂L/∂S backwards.
-// Rows i of S and of D are independent (row i of S_t depends on row i of S_{t-1} only; row i of D_{t-1} on row i
-// of D_t only), so both passes run rows (blocks of rows token-major) and only dq, dk, dβ, dg sum over rows;
-// they are accumulated in a fixed order (rows, then value heads in head order) in fp32 scratch, so results do not
-// depend on the thread count. For token t of row i (D including the output term, w = D·k_t):
-//   dk_t += u_i D + b S_{t-1},   D ← α D + b k_t   (b = −β α w),   dg_t += S_{t-1}·D,
-//   then for token t−1 in the same pass: dq_{t-1} += scale dO_{t-1,i} S_{t-1},  D += dO_{t-1,i} q̃_{t-1},
-//   w ← D·k_{t-1};   and per token dv_t[i] = β w,  dβ_t += (v_i − p_i) w.
+// backward_kernels.cpp — the backward of the chunked gated delta rule in chunked (WY) form (Highway: AVX3, AVX2,
+// SCALAR); README.md "Backward" has the derivation. Per (sequence, key head) item and each of its value heads, on
+// the forward's chunk machinery (chunked_phase_one-inl.h: the grams A, P and the scaled rows; the GEMM tile):
+//   1. checkpoint pass, chunks in order: X = β⊙e^G⊙K Sᵀ, U = (I + A)^{-1} (β⊙V − X), Sᵀ ← e^{G_n} Sᵀ + (Kᵀ⊙decay) U;
+//      Sᵀ before each chunk and each chunk's U are kept (fp32);
+//   2. chunks in reverse, D = ∂L/∂Sᵀ after the chunk (St = Sᵀ before it, γ = e^G, decay_i = e^{G_n − G_i}):
+//      dU = Pᵀ dO + (decay⊙K) D                      dR = (I + A)^{-T} dU          (back substitution)
+//      [dA; dP] = [−dR; dO] Uᵀ  (masked)              [−dR S; dO S] = [−dR; dO] S   (S = Stᵀ)
+//      dq = scale (γ⊙(dO S) + (dP⊙Γ) K)               dv = β⊙dR
+//      dk = (dA'+dA'ᵀ) K + (dP⊙Γ)ᵀ Q̃ − βγ⊙(dR S) + decay⊙(U Dᵀ),   dA' = β⊙dA⊙Γ
+//      D ← e^{G_n} D + [β⊙γ⊙K; γ⊙Q̃]ᵀ [−dR; dO]
+//      dβ and dG (the gradient of the in-chunk cumsum G, then dg = its reverse cumsum) from the row dot products
+//      of the same products (README.md lists each term).
+// dq and dk (shared by the value heads of a key head) are summed in fp32 scratch in head order and stored once per
+// chunk; no item writes what another writes, so results do not depend on the thread count.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/backward_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <hwy/cache_control.h>
+#include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/simd_convert-inl.h"
+#include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/backward.h"
+#include "ops/gated_delta_rule/chunked_gemm-inl.h"
+#include "ops/gated_delta_rule/chunked_phase_one-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace txops {
@@ -27,238 +36,219 @@ namespace HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
-
+using namespace gdr_chunk;  // ChunkContext, PrepareChunk, SolveRows, LoadRow, Element
+using gdr_gemm::DF;
+using gdr_gemm::Gemm;
+using gdr_gemm::Triangle;
+using gdr_gemm::VF;
 constexpr int64_t C = kGdrChunk;
-HWY_INLINE float Reduce(DF df, VF v) { return hn::GetLane(hn::SumOfLanes(df, v)); }
-// The sum of A accumulators (pairwise, fixed order), reduced.
-template <int A>
-HWY_INLINE float Reduce(DF df, const VF (&acc)[A]) {
-  static_assert(A == 1 || A == 2 || A == 4, "1, 2 or 4 accumulators");
-  if constexpr (A == 1) return Reduce(df, acc[0]);
-  if constexpr (A == 2) return Reduce(df, hn::Add(acc[0], acc[1]));
-  if constexpr (A == 4) return Reduce(df, hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3])));
+
+HWY_INLINE float Dot(const float* a, const float* b, int64_t count) {  // count a multiple of the vector length
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  VF acc = hn::Zero(df);
+  for (int64_t j = 0; j < count; j += N) acc = hn::MulAdd(hn::LoadU(df, a + j), hn::LoadU(df, b + j), acc);
+  return hn::GetLane(hn::SumOfLanes(df, acc));
 }
 
-// (strided row loads and stores: LoadRowF32 / StoreRowF32 of core/simd_convert-inl.h)
 template <class T>
 T* At(const TensorView& v, int64_t i0, int64_t i1) {
   return static_cast<T*>(v.data) + i0 * v.strides[0] + i1 * v.strides[1];
 }
-template <class T>
-T* At(const TensorView& v, int64_t i0, int64_t i1, int64_t i2) {
-  return static_cast<T*>(v.data) + i0 * v.strides[0] + i1 * v.strides[1] + i2 * v.strides[2];
-}
 
-// The chunk's k rows and (with_query) scale·q rows of key head hk, tokens [t0, t0 + n).
+// Prefetches rows [t0, t0 + n) of `head` of a (T, heads, width) input: consecutive tokens are a whole row of heads
+// apart (8 KiB at Qwen3-Next's value width), so the hardware prefetchers do not fetch the next head's rows; the
+// forward's PrefetchChunk does the same one head ahead.
 template <class TA>
-void PackKeyHead(const GdrProblem& p, int64_t hk, int64_t t0, int64_t n, int64_t dkp, bool with_query,
-                 const GdrGradScratch& s) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const VF scale = hn::Set(df, p.scale);
+void PrefetchRows(const TensorView& v, int64_t t0, int64_t n, int64_t head, int64_t width) {
+  if (v.strides[2] != 1) return;
+  const int64_t bytes = width * static_cast<int64_t>(sizeof(TA));
   for (int64_t i = 0; i < n; ++i) {
-    LoadRowF32(At<const TA>(p.key, t0 + i, hk), p.key.strides[2], p.key_dim, dkp, s.key + i * dkp);
-    if (!with_query) continue;
-    float* q = s.query + i * dkp;
-    LoadRowF32(At<const TA>(p.query, t0 + i, hk), p.query.strides[2], p.key_dim, dkp, q);
-    for (int64_t j = 0; j < dkp; j += N) hn::StoreU(hn::Mul(hn::LoadU(df, q + j), scale), df, q + j);
+    const char* row = reinterpret_cast<const char*>(Element<TA>(v, t0 + i, head));
+    for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(row + off);
   }
 }
 
-// The chunk's v rows, β, exp(g) and (with_grad) dO rows of value head h.
-template <class TA>
-void PackValueHead(const GdrGradProblem& P, int64_t h, int64_t t0, int64_t n, bool with_grad,
-                   const GdrGradScratch& s) {
-  const GdrProblem& p = P.fwd;
-  const int64_t dv = p.value_dim;
+// Columns [c0, c0 + NV vectors) of NR = −dR, where (I + A)ᵀ dR = dU: from the last row up,
+// NR_i = −dU_i − Σ_{j>i} A_ji NR_j (A strictly lower, rows of the record's gram).
+template <int NV>
+HWY_INLINE void BackSolveColumns(int64_t n, int64_t c0, int64_t dvp, const float* gram, const float* du, float* nr) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    VF acc[NV];
+    for (int v = 0; v < NV; ++v) acc[v] = hn::Neg(hn::LoadU(df, du + i * dvp + c0 + v * N));
+    for (int64_t j = i + 1; j < n; ++j) {
+      const VF aji = hn::Set(df, gram[j * C + i]);
+      for (int v = 0; v < NV; ++v) acc[v] = hn::NegMulAdd(aji, hn::LoadU(df, nr + j * dvp + c0 + v * N), acc[v]);
+    }
+    for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], df, nr + i * dvp + c0 + v * N);
+  }
+}
+
+void BackSolve(int64_t n, int64_t dvp, const float* gram, const float* du, float* nr) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t c = 0;
+  for (; c + 8 * N <= dvp; c += 8 * N) BackSolveColumns<8>(n, c, dvp, gram, du, nr);
+  if (c + 4 * N <= dvp) BackSolveColumns<4>(n, c, dvp, gram, du, nr), c += 4 * N;
+  if (c + 2 * N <= dvp) BackSolveColumns<2>(n, c, dvp, gram, du, nr), c += 2 * N;
+  if (c < dvp) BackSolveColumns<1>(n, c, dvp, gram, du, nr);
+}
+
+// The masks of the chunk's C x C products (rows of s.products: dA = −dR Uᵀ in [0, n), dP = dO Uᵀ in [n, 2n)),
+// Γ_ij = e^{G_i − G_j}: rows [0, n) become dA' = β_i dA_ij Γ_ij (j < i), rows [n, 2n) scale·dP_ij Γ_ij (j <= i).
+// Adds to dβ (Σ_j dA_ij Γ_ij k_i·k_j) and to dG the decays' terms: with Y = dA⊙A and Z = dP⊙P,
+// dG_i += Σ_j (Y + Z)_ij − Σ_j (Y + Z)_ji.
+void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t np = (n + N - 1) / N * N;
+  const GdrPackScratch& ps = s.pack;
+  const float* gram = s.record.gram;
+  std::fill(s.colsum, s.colsum + np, 0.0f);
   for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j <= i; ++j) ps.diff[j] = static_cast<float>(ps.cum[i] - ps.cum[j]);
+    for (int64_t j = i + 1; j < np; ++j) ps.diff[j] = 0.0f;
+    float* da = s.products + i * C;
+    float* dp = s.products + (n + i) * C;
+    const VF beta = hn::Set(df, ps.beta[i]), vscale = hn::Set(df, scale);
+    VF row = hn::Zero(df), dbeta = hn::Zero(df);
+    for (int64_t j = 0; j < np; j += N) {
+      VF d = hn::LoadU(df, ps.diff + j);
+#if HWY_TARGET == HWY_SCALAR  // Highway's scalar Exp converts its argument to int: a NaN gate would be UB
+      const auto nan = hn::IsNaN(d);
+      d = hn::IfThenZeroElse(nan, d);
+      const VF gamma = hn::IfThenElse(nan, hn::Set(df, NAN), hn::Exp(df, d));
+#else
+      const VF gamma = hn::Exp(df, d);
+#endif
+      const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
+      const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
+      const VF va = hn::LoadU(df, da + j), vp = hn::LoadU(df, dp + j);
+      const VF y = hn::IfThenElseZero(strict, hn::Mul(va, hn::LoadU(df, gram + i * C + j)));
+      const VF z = hn::IfThenElseZero(incl, hn::Mul(vp, hn::LoadU(df, gram + (n + i) * C + j)));
+      const VF dag = hn::IfThenElseZero(strict, hn::Mul(va, gamma));
+      // (the raw grams beyond the triangle are not computed: masked after the product)
+      dbeta = hn::Add(dbeta, hn::IfThenElseZero(strict, hn::Mul(dag, hn::LoadU(df, ps.grams + i * C + j))));
+      hn::StoreU(hn::Mul(dag, beta), df, da + j);
+      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::Mul(vp, gamma), vscale)), df, dp + j);
+      const VF yz = hn::Add(y, z);
+      row = hn::Add(row, yz);
+      hn::StoreU(hn::Add(hn::LoadU(df, s.colsum + j), yz), df, s.colsum + j);
+    }
+    s.dgate[i] += hn::GetLane(hn::SumOfLanes(df, row));
+    s.dbeta[i] += hn::GetLane(hn::SumOfLanes(df, dbeta));
+  }
+  for (int64_t i = 0; i < n; ++i) s.dgate[i] -= s.colsum[i];
+}
+
+// The checkpoint pass of chunk c of one value head: U into `solved`, the next checkpoint (when there is one).
+void CheckpointChunk(const ChunkContext& cx, int64_t n, const GdrGradScratch& s, const float* st, float* solved,
+                     float* st_next) {
+  const int64_t dk = cx.p->key_dim, dvp = cx.dvp;
+  Gemm(n, dvp, dk, s.record.scaled, cx.dkp, st, dvp, s.pass.x, dvp, false);  // X = β⊙e^G⊙K Sᵀ
+  GdrPassScratch into{s.pass.x, solved};
+  SolveRows(n, 0, dvp, dvp, s.record, into);  // U
+  if (st_next == nullptr) return;
+  std::memcpy(st_next, st, static_cast<size_t>(dk * dvp) * sizeof(float));
+  Gemm(dk, dvp, n, s.record.kt, C, solved, dvp, st_next, dvp, true, s.record.decay[C]);
+}
+
+// The reverse step of chunk [t0, t0 + n) of value head h (its record just prepared): reads St (the checkpoint) and U,
+// updates the adjoint D (Dk x dvp, ∂L/∂Sᵀ) from after the chunk to before it, adds to the dq / dk accumulators and
+// stores dv, dβ and (when asked for) dg.
+template <class TA>
+void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, int64_t t0, int64_t n,
+                  const GdrGradScratch& s, const float* st, const float* u, float* adj) {
+  const GdrProblem& p = *cx.p;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t dk = p.key_dim, dv = p.value_dim, dkp = cx.dkp, dvp = cx.dvp, np = (n + N - 1) / N * N;
+  const GdrPackScratch& ps = s.pack;
+  const GdrChunkRecord& r = s.record;
+  const float scale = p.scale, gamma_n = r.decay[C];
+  float* nr = s.stacked;            // rows [0, n): −dR
+  float* d_out = s.stacked + n * dvp;  // rows [n, 2n): dO
+  for (int64_t i = 0; i < n; ++i) {
+    LoadRow(Element<TA>(P.grad_out, t0 + i, h), P.grad_out.strides[2], dv, dvp, 1.0f, d_out + i * dvp);
+    LoadRow(Element<TA>(p.value, t0 + i, h), p.value.strides[2], dv, dvp, 1.0f, s.value + i * dvp);
+  }
+  std::fill(s.dbeta, s.dbeta + n, 0.0f);
+  std::fill(s.dgate, s.dgate + n, 0.0f);
+  // S and ∂L/∂S untransposed (dv rows of dkp, columns >= Dk zero), Uᵀ (columns >= n zero), Pᵀ, the scaled rows'ᵀ.
+  LoadMatrixF32(st, 1, dvp, dv, dk, s.state, dkp);
+  LoadMatrixF32(adj, 1, dvp, dv, dk, s.adjoint_rows, dkp);
+  for (int64_t v = 0; v < dv; ++v)
+    for (int64_t c = dk; c < dkp; ++c) s.state[v * dkp + c] = s.adjoint_rows[v * dkp + c] = 0.0f;
+  LoadMatrixF32(u, 1, dvp, dv, n, s.solved_t, C);
+  for (int64_t v = 0; v < dv; ++v) std::fill(s.solved_t + v * C + n, s.solved_t + (v + 1) * C, 0.0f);
+  LoadMatrixF32(r.gram + n * C, 1, C, n, n, s.p_t, C);
+  LoadMatrixF32(r.scaled, 1, dkp, dk, 2 * n, s.scaled_t, 2 * C);
+  // dU = (decay⊙K) D + Pᵀ dO; h_i = U_i·((decay⊙K) D)_i feeds dG.
+  for (int64_t i = 0; i < n; ++i) {
+    const VF decay = hn::Set(df, r.decay[i]);
+    for (int64_t j = 0; j < dkp; j += N)
+      hn::StoreU(hn::Mul(hn::LoadU(df, ps.kq + i * dkp + j), decay), df, s.key_decayed + i * dkp + j);
+  }
+  Gemm(n, dvp, dk, s.key_decayed, dkp, adj, dvp, s.grad_u, dvp, false);
+  float h_sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float hi = Dot(u + i * dvp, s.grad_u + i * dvp, dvp);
+    s.dgate[i] -= hi;
+    h_sum += hi;
+  }
+  s.dgate[n - 1] += h_sum + gamma_n * Dot(adj, st, dk * dvp);
+  Gemm(n, dvp, n, s.p_t, C, d_out, dvp, s.grad_u, dvp, true, 1.0f, Triangle::kUpperA);
+  BackSolve(n, dvp, r.gram, s.grad_u, nr);
+  // [dA; dP] = [−dR; dO] Uᵀ (lower triangles), masked; then the dk GEMMs' left operands.
+  Gemm(n, np, dv, nr, dvp, s.solved_t, C, s.products, C, false, 1.0f, Triangle::kLowerC);
+  Gemm(n, np, dv, d_out, dvp, s.solved_t, C, s.products + n * C, C, false, 1.0f, Triangle::kLowerC);
+  MaskProducts(n, scale, s);
+  LoadMatrixF32(s.products, 1, C, n, n, s.key_mix, C);         // dA'ᵀ
+  LoadMatrixF32(s.products + n * C, 1, C, n, n, s.p_t, C);     // (scale dP⊙Γ)ᵀ (Pᵀ is no longer needed)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j) s.key_mix[i * C + j] += s.products[i * C + j];
+  // W1 = [−dR; dO] S, U ∂L/∂S.
+  Gemm(2 * n, dkp, dv, s.stacked, dvp, s.state, dkp, s.w1, dkp, false);
+  Gemm(n, dkp, dv, u, dvp, s.adjoint_rows, dkp, s.u_adj, dkp, false);
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = ps.gamma[i], b = ps.beta[i];
+    const float* wk = s.w1 + i * dkp;        // −dR_i S
+    const float* wq = s.w1 + (n + i) * dkp;  // dO_i S
+    const float* k = ps.kq + i * dkp;
+    const float* q = ps.kq + (n + i) * dkp;
+    float* dq = s.dq + i * dkp;
+    float* dkr = s.dk + i * dkp;
+    const VF cq = hn::Set(df, scale * g), ck = hn::Set(df, b * g), cd = hn::Set(df, r.decay[i]);
+    VF qdot = hn::Zero(df), kdot = hn::Zero(df);
+    for (int64_t j = 0; j < dkp; j += N) {
+      const VF vq = hn::LoadU(df, wq + j), vk = hn::LoadU(df, wk + j);
+      hn::StoreU(hn::MulAdd(cq, vq, hn::LoadU(df, dq + j)), df, dq + j);
+      hn::StoreU(hn::MulAdd(ck, vk, hn::MulAdd(cd, hn::LoadU(df, s.u_adj + i * dkp + j), hn::LoadU(df, dkr + j))),
+                 df, dkr + j);
+      qdot = hn::MulAdd(hn::LoadU(df, q + j), vq, qdot);
+      kdot = hn::MulAdd(hn::LoadU(df, k + j), vk, kdot);
+    }
+    const float qd = hn::GetLane(hn::SumOfLanes(df, qdot)), kd = hn::GetLane(hn::SumOfLanes(df, kdot));
+    s.dgate[i] += scale * g * qd + b * g * kd;
+    s.dbeta[i] += g * kd - Dot(nr + i * dvp, s.value + i * dvp, dvp);
+  }
+  Gemm(n, dkp, n, s.products + n * C, C, ps.kq, dkp, s.dq, dkp, true, 1.0f, Triangle::kLowerA);  // + scale (dP⊙Γ) K
+  Gemm(n, dkp, n, s.key_mix, C, ps.kq, dkp, s.dk, dkp, true);                                  // + (dA' + dA'ᵀ) K
+  Gemm(n, dkp, n, s.p_t, C, ps.kq + n * dkp, dkp, s.dk, dkp, true, 1.0f, Triangle::kUpperA);   // + (dP⊙Γ)ᵀ Q̃
+  // D before the chunk.
+  Gemm(dk, dvp, 2 * n, s.scaled_t, 2 * C, s.stacked, dvp, adj, dvp, true, gamma_n);
+  // dv = β dR, dβ, dg = reverse cumsum of dG.
+  float dg = 0.0f;
+  for (int64_t i = n - 1; i >= 0; --i) {
     const int64_t t = t0 + i;
-    LoadRowF32(At<const TA>(p.value, t, h), p.value.strides[2], dv, dv, s.value + i * dv);
-    s.beta[i] = LoadScalarF32(At<const TA>(p.beta, t, h));
-    s.alpha[i] = p.has_g ? std::exp(*At<const float>(p.g, t, h)) : 1.0f;
-    if (with_grad) LoadRowF32(At<const TA>(P.grad_out, t, h), P.grad_out.strides[2], dv, dv, s.grad_out + i * dv);
-  }
-}
-
-// Row passes run token-major over a block of up to kGdrGradMaxRows rows: for each token, every row of the block in
-// turn. A row's pass for token t needs its own dot product from token t±1, so one row alone is a chain of
-// dependent reductions; the rows of a block are independent, so the out-of-order core overlaps one row's reduction
-// with the next row's pass (the forward's TokenMajorRows does the same), and the token's shared vectors (k, q, the
-// dq and dk accumulators) are reused by every row of the block while they are in L1.
-
-// Forward through the chunk's tokens [0, n) for rows row0 .. row0 + rows − 1 of one value head, from s0_head's
-// rows:  p = α (S_{t-1}·k_t),  e = v_i − p,  S_t = α S_{t-1} + β e k_t  (the dot product of the next token taken in
-// the same pass, in A accumulators). kKeep: row r's state after token t goes to states[(r C + t) dkp ...] and e
-// to err[r C + t]; otherwise the rows end in end_head's rows (updated in place).
-template <int A, bool kKeep>
-HWY_NOINLINE void ForwardBlock(const GdrGradScratch& s, int64_t n, int64_t dkp, int64_t dv, int64_t row0,
-                               int64_t rows, const float* s0_head, float* end_head) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  float dot[kGdrGradMaxRows];
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* s0 = s0_head + (row0 + r) * dkp;
-    VF acc[A];
-    for (int a = 0; a < A; ++a) acc[a] = hn::Zero(df);
-    for (int64_t j = 0; j < dkp; j += A * N)
-      for (int a = 0; a < A; ++a)
-        acc[a] = hn::MulAdd(hn::LoadU(df, s0 + j + a * N), hn::LoadU(df, s.key + j + a * N), acc[a]);
-    dot[r] = Reduce<A>(df, acc);
-  }
-  for (int64_t t = 0; t < n; ++t) {
-    const float alpha = s.alpha[t], beta = s.beta[t];
-    const float* kt = s.key + t * dkp;
-    const float* kn = t + 1 < n ? kt + dkp : nullptr;
-    const VF va = hn::Set(df, alpha);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float e = s.value[t * dv + row0 + r] - alpha * dot[r];
-      if (kKeep) s.err[r * C + t] = e;
-      const VF u = hn::Set(df, beta * e);
-      float* end_row = kKeep ? nullptr : end_head + (row0 + r) * dkp;
-      const float* in = t == 0 ? s0_head + (row0 + r) * dkp : (kKeep ? s.states + (r * C + t - 1) * dkp : end_row);
-      float* out = kKeep ? s.states + (r * C + t) * dkp : end_row;
-      if (t + 1 < n) {
-        VF acc[A];
-        for (int a = 0; a < A; ++a) acc[a] = hn::Zero(df);
-        for (int64_t j = 0; j < dkp; j += A * N) {
-          for (int a = 0; a < A; ++a) {
-            const int64_t x = j + a * N;
-            const VF v = hn::MulAdd(u, hn::LoadU(df, kt + x), hn::Mul(va, hn::LoadU(df, in + x)));
-            hn::StoreU(v, df, out + x);
-            acc[a] = hn::MulAdd(v, hn::LoadU(df, kn + x), acc[a]);
-          }
-        }
-        dot[r] = Reduce<A>(df, acc);
-      } else {
-        for (int64_t j = 0; j < dkp; j += N)
-          hn::StoreU(hn::MulAdd(u, hn::LoadU(df, kt + j), hn::Mul(va, hn::LoadU(df, in + j))), df, out + j);
-      }
-    }
-  }
-}
-
-// The reverse sweep over the chunk's tokens for rows row0 .. row0 + rows − 1 of one value head, after
-// ForwardBlock<A, true> kept their states. s0_head: the head's state before the chunk; adj_head: its D rows, ∂L/∂S
-// after the chunk on entry (without the chunk's outputs), before it on return. Adds to the chunk's dq, dk, dβ, dg
-// accumulators and writes dv.
-template <int A>
-HWY_NOINLINE void BackwardBlock(const GdrGradScratch& s, int64_t n, int64_t dkp, int64_t dv, int64_t row0,
-                                int64_t rows, float scale, const float* s0_head, float* adj_head) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  float w[kGdrGradMaxRows];
-  {  // the chunk's last token: D += dO q̃ᵀ, w = D·k, dq += scale dO S_t
-    const int64_t te = n - 1;
-    const float* q = s.query + te * dkp;
-    const float* k = s.key + te * dkp;
-    float* dq = s.dq + te * dkp;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float d_out = s.grad_out[te * dv + row0 + r];
-      const VF cd = hn::Set(df, d_out), cq = hn::Set(df, scale * d_out);
-      float* adj = adj_head + (row0 + r) * dkp;
-      const float* st = s.states + (r * C + te) * dkp;
-      VF acc[A];
-      for (int a = 0; a < A; ++a) acc[a] = hn::Zero(df);
-      for (int64_t j = 0; j < dkp; j += A * N) {
-        for (int a = 0; a < A; ++a) {
-          const int64_t x = j + a * N;
-          const VF d = hn::MulAdd(cd, hn::LoadU(df, q + x), hn::LoadU(df, adj + x));
-          hn::StoreU(d, df, adj + x);
-          acc[a] = hn::MulAdd(d, hn::LoadU(df, k + x), acc[a]);
-          hn::StoreU(hn::MulAdd(cq, hn::LoadU(df, st + x), hn::LoadU(df, dq + x)), df, dq + x);
-        }
-      }
-      w[r] = Reduce<A>(df, acc);
-    }
-  }
-  for (int64_t t = n - 1; t >= 0; --t) {
-    const float alpha = s.alpha[t], beta = s.beta[t];
-    const VF va = hn::Set(df, alpha);
-    const float* kt = s.key + t * dkp;
-    float* dk = s.dk + t * dkp;
-    const float* q1 = t > 0 ? s.query + (t - 1) * dkp : nullptr;  // token t − 1
-    const float* k1 = t > 0 ? s.key + (t - 1) * dkp : nullptr;
-    float* dq1 = t > 0 ? s.dq + (t - 1) * dkp : nullptr;
-    float dbeta = 0, dg = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float e = s.err[r * C + t];
-      s.dv[t * dv + row0 + r] = beta * w[r];
-      dbeta += e * w[r];
-      const VF a_u = hn::Set(df, beta * e), b_w = hn::Set(df, -beta * alpha * w[r]);
-      const float* sp = t > 0 ? s.states + (r * C + t - 1) * dkp : s0_head + (row0 + r) * dkp;  // S_{t-1}
-      float* adj = adj_head + (row0 + r) * dkp;
-      VF g_acc[A];
-      for (int a = 0; a < A; ++a) g_acc[a] = hn::Zero(df);
-      if (t > 0) {
-        const float d_out = s.grad_out[(t - 1) * dv + row0 + r];
-        const VF cd = hn::Set(df, d_out), cq = hn::Set(df, scale * d_out);
-        VF w_acc[A];
-        for (int a = 0; a < A; ++a) w_acc[a] = hn::Zero(df);
-        for (int64_t j = 0; j < dkp; j += A * N) {
-          for (int a = 0; a < A; ++a) {
-            const int64_t x = j + a * N;
-            const VF d = hn::LoadU(df, adj + x), sj = hn::LoadU(df, sp + x);
-            hn::StoreU(hn::MulAdd(b_w, sj, hn::MulAdd(a_u, d, hn::LoadU(df, dk + x))), df, dk + x);
-            VF dn = hn::MulAdd(b_w, hn::LoadU(df, kt + x), hn::Mul(va, d));
-            g_acc[a] = hn::MulAdd(sj, dn, g_acc[a]);
-            hn::StoreU(hn::MulAdd(cq, sj, hn::LoadU(df, dq1 + x)), df, dq1 + x);
-            dn = hn::MulAdd(cd, hn::LoadU(df, q1 + x), dn);
-            w_acc[a] = hn::MulAdd(dn, hn::LoadU(df, k1 + x), w_acc[a]);
-            hn::StoreU(dn, df, adj + x);
-          }
-        }
-        w[r] = Reduce<A>(df, w_acc);
-      } else {
-        for (int64_t j = 0; j < dkp; j += A * N) {
-          for (int a = 0; a < A; ++a) {
-            const int64_t x = j + a * N;
-            const VF d = hn::LoadU(df, adj + x), sj = hn::LoadU(df, sp + x);
-            hn::StoreU(hn::MulAdd(b_w, sj, hn::MulAdd(a_u, d, hn::LoadU(df, dk + x))), df, dk + x);
-            const VF dn = hn::MulAdd(b_w, hn::LoadU(df, kt + x), hn::Mul(va, d));
-            g_acc[a] = hn::MulAdd(sj, dn, g_acc[a]);
-            hn::StoreU(dn, df, adj + x);
-          }
-        }
-      }
-      dg += Reduce<A>(df, g_acc);
-    }
-    s.dbeta[t] += dbeta;
-    s.dg[t] += dg;
-  }
-}
-
-// Accumulators per dot product: the most of 4, 2, 1 that divides the vectors of a padded row.
-int AccumulatorsFor(int64_t dkp) {
-  const int64_t vectors = dkp / static_cast<int64_t>(hn::Lanes(DF()));
-  return vectors % 4 == 0 ? 4 : (vectors % 2 == 0 ? 2 : 1);
-}
-
-// Rows [0, Dv) of one value head in blocks of kGdrGradMaxRows, with A accumulators per dot product.
-// kCheckpoint: the checkpoint pass (rows from s0_head to other_head); else the chunk's recompute and reverse sweep
-// (other_head: the D rows).
-template <bool kCheckpoint, int A>
-void AllRowsA(const GdrGradScratch& s, int64_t n, int64_t dkp, int64_t dv, float scale, const float* s0_head,
-              float* other_head) {
-  for (int64_t row0 = 0; row0 < dv; row0 += kGdrGradMaxRows) {
-    const int64_t rows = std::min(kGdrGradMaxRows, dv - row0);
-    if (kCheckpoint) {
-      ForwardBlock<A, false>(s, n, dkp, dv, row0, rows, s0_head, other_head);
-    } else {
-      ForwardBlock<A, true>(s, n, dkp, dv, row0, rows, s0_head, nullptr);
-      BackwardBlock<A>(s, n, dkp, dv, row0, rows, scale, s0_head, other_head);
-    }
-  }
-}
-
-template <bool kCheckpoint>
-void AllRows(const GdrGradScratch& s, int64_t n, int64_t dkp, int64_t dv, float scale, const float* s0_head,
-             float* other_head) {
-  switch (AccumulatorsFor(dkp)) {
-    case 4: return AllRowsA<kCheckpoint, 4>(s, n, dkp, dv, scale, s0_head, other_head);
-    case 2: return AllRowsA<kCheckpoint, 2>(s, n, dkp, dv, scale, s0_head, other_head);
-    default: return AllRowsA<kCheckpoint, 1>(s, n, dkp, dv, scale, s0_head, other_head);
+    const float b = ps.beta[i];
+    float* dv_row = s.grad_u + i * dvp;  // (dU is no longer needed)
+    for (int64_t j = 0; j < dvp; ++j) dv_row[j] = -b * nr[i * dvp + j];
+    StoreRowF32(dv_row, dv, At<TA>(P.grad_value, t, h), P.grad_value.strides[2]);
+    StoreScalarF32(s.dbeta[i], At<TA>(P.grad_beta, t, h));
+    dg += s.dgate[i];
+    if (P.has_grad_g) *At<float>(P.grad_g, t, h) = dg;
   }
 }
 
@@ -267,57 +257,65 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   const GdrGradProblem& P = plan.problem;
   const GdrProblem& p = P.fwd;
   const int64_t nk = p.num_key_heads, group = p.heads_per_key_head(), dv = p.value_dim, dk = p.key_dim;
-  const int64_t dkp = plan.key_dim_padded, b = item / nk, hk = item % nk, h0 = hk * group;
+  const int64_t dkp = plan.key_dim_padded, dvp = plan.value_dim_padded;
+  const int64_t b = item / nk, hk = item % nk, h0 = hk * group;
   const int64_t length = p.seq_length(b), t_begin = p.seq_start[b], chunks = (length + C - 1) / C;
   GdrGradScratch s;
-  gdr_grad_carve(scratch, group, plan.max_chunks, dv, dkp, &s);
-  auto boundary = [&](int64_t gi, int64_t c) { return s.boundary + (gi * plan.max_chunks + c) * dv * dkp; };
-  auto adjoint = [&](int64_t gi) { return s.adjoint + gi * dv * dkp; };
-  auto state_row = [&](const TensorView& v, int64_t h, int64_t i) {
-    return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1] + i * v.strides[2];
+  gdr_grad_carve(scratch, group, plan.max_chunks, dk, dkp, dvp, &s);
+  ChunkContext cx;
+  cx.p = &p;
+  cx.dkp = dkp;
+  cx.dvp = dvp;
+  auto checkpoint = [&](int64_t gi, int64_t c) { return s.checkpoints + (gi * plan.max_chunks + c) * dk * dvp; };
+  auto solved = [&](int64_t gi, int64_t c) { return s.solved + (gi * plan.max_chunks + c) * C * dvp; };
+  auto adjoint = [&](int64_t gi) { return s.adjoint + gi * dk * dvp; };
+  auto head = [&](const TensorView& v, int64_t h) { return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1]; };
+  // Sᵀ layout (Dk rows of dvp, columns >= Dv zero) for the state and the adjoint.
+  auto stage = [&](const TensorView& v, int64_t h, float* dst) {
+    LoadMatrixF32(head(v, h), v.strides[3], v.strides[2], dk, dv, dst, dvp);
+    for (int64_t c = 0; c < dk; ++c) std::fill(dst + c * dvp + dv, dst + (c + 1) * dvp, 0.0f);
   };
-
   // D after the sequence: ∂L/∂finalState (read before gradInitialState, which may be the same memory, is written).
-  for (int64_t gi = 0; gi < group; ++gi)
-    for (int64_t i = 0; i < dv; ++i) {
-      float* row = adjoint(gi) + i * dkp;
-      if (P.has_grad_final_state) {
-        LoadRowF32(state_row(P.grad_final_state, h0 + gi, i), P.grad_final_state.strides[3], dk, dkp, row);
-      } else {
-        std::fill(row, row + dkp, 0.0f);
-      }
+  for (int64_t gi = 0; gi < group; ++gi) {
+    if (P.has_grad_final_state) {
+      stage(P.grad_final_state, h0 + gi, adjoint(gi));
+    } else {
+      std::fill(adjoint(gi), adjoint(gi) + dk * dvp, 0.0f);
     }
+  }
   if (chunks > 0) {
-    for (int64_t gi = 0; gi < group; ++gi)
-      for (int64_t i = 0; i < dv; ++i)
-        LoadRowF32(state_row(p.state_in, h0 + gi, i), p.state_in.strides[3], dk, dkp, boundary(gi, 0) + i * dkp);
-    // 1. Checkpoints: the state before each chunk.
-    for (int64_t c = 0; c + 1 < chunks; ++c) {
-      const int64_t t0 = t_begin + c * C;
-      PackKeyHead<TA>(p, hk, t0, C, dkp, false, s);
+    for (int64_t gi = 0; gi < group; ++gi) stage(p.state_in, h0 + gi, checkpoint(gi, 0));
+    // The inputs of the next (value head, chunk) step, fetched while this one computes.
+    auto prefetch_next = [&](int64_t c, int64_t gi, int64_t c_next, bool reverse) {
+      const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
+      if (gi + 1 < group) {
+        PrefetchRows<TA>(p.value, t0, n, h0 + gi + 1, dv);
+        if (reverse) PrefetchRows<TA>(P.grad_out, t0, n, h0 + gi + 1, dv);
+        return;
+      }
+      if (c_next < 0 || c_next >= chunks) return;
+      const int64_t t1 = t_begin + c_next * C, n1 = std::min(C, length - c_next * C);
+      PrefetchRows<TA>(p.key, t1, n1, hk, dk);
+      PrefetchRows<TA>(p.query, t1, n1, hk, dk);
+      PrefetchRows<TA>(p.value, t1, n1, h0, dv);
+      if (reverse) PrefetchRows<TA>(P.grad_out, t1, n1, h0, dv);
+    };
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
       for (int64_t gi = 0; gi < group; ++gi) {
-        PackValueHead<TA>(P, h0 + gi, t0, C, false, s);
-        AllRows<true>(s, C, dkp, dv, p.scale, boundary(gi, c), boundary(gi, c + 1));
+        prefetch_next(c, gi, c + 1, false);
+        PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
+        CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), c + 1 < chunks ? checkpoint(gi, c + 1) : nullptr);
       }
     }
-    // 2. Chunks in reverse: recompute the chunk's states, sweep its tokens backwards.
     for (int64_t c = chunks - 1; c >= 0; --c) {
       const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
-      PackKeyHead<TA>(p, hk, t0, n, dkp, true, s);
       std::fill(s.dq, s.dq + n * dkp, 0.0f);
       std::fill(s.dk, s.dk + n * dkp, 0.0f);
       for (int64_t gi = 0; gi < group; ++gi) {
-        const int64_t h = h0 + gi;
-        PackValueHead<TA>(P, h, t0, n, true, s);
-        std::fill(s.dbeta, s.dbeta + n, 0.0f);
-        std::fill(s.dg, s.dg + n, 0.0f);
-        AllRows<false>(s, n, dkp, dv, p.scale, boundary(gi, c), adjoint(gi));
-        for (int64_t i = 0; i < n; ++i) {
-          const int64_t t = t0 + i;
-          StoreRowF32(s.dv + i * dv, dv, At<TA>(P.grad_value, t, h), P.grad_value.strides[2]);
-          StoreScalarF32(s.dbeta[i], At<TA>(P.grad_beta, t, h));
-          if (P.has_grad_g) *At<float>(P.grad_g, t, h) = s.dg[i];
-        }
+        prefetch_next(c, gi, c - 1, true);
+        PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
+        ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, checkpoint(gi, c), solved(gi, c), adjoint(gi));
       }
       for (int64_t i = 0; i < n; ++i) {
         StoreRowF32(s.dq + i * dkp, dk, At<TA>(P.grad_query, t0 + i, hk), P.grad_query.strides[2]);
@@ -326,10 +324,10 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
     }
   }
   // D before the sequence: ∂L/∂initialState.
-  for (int64_t gi = 0; gi < group; ++gi)
-    for (int64_t i = 0; i < dv; ++i)
-      StoreRowF32(adjoint(gi) + i * dkp, dk, state_row(P.grad_initial_state, h0 + gi, i),
-                  P.grad_initial_state.strides[3]);
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const TensorView& v = P.grad_initial_state;
+    StoreMatrixF32(adjoint(gi), dvp, dk, dv, head(v, h0 + gi), v.strides[3], v.strides[2]);
+  }
 }
 
 template <class TA, class TS>

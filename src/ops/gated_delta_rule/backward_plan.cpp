@@ -19,7 +19,7 @@ namespace txops {
 namespace {
 
 constexpr int64_t kAlign = 64;
-constexpr const char* kKernelName = "gdr_backward_rows";
+constexpr const char* kKernelName = "gdr_backward_chunked";
 
 int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -74,6 +74,7 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   const Isa isa = active_isa();
   plan->items = p.batch * p.num_key_heads;
   plan->key_dim_padded = gdr_pad16(p.key_dim);
+  plan->value_dim_padded = gdr_pad16(p.value_dim);
   for (int64_t b = 0; b < p.batch; ++b)
     plan->max_chunks = std::max(plan->max_chunks, (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk);
   // Cost of an item in token units: its tokens times its value heads, plus a share for its states.
@@ -83,8 +84,8 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   plan->threads = plan_threads(plan->items, 1);
   partition_by_cost(costs, plan->threads, &plan->part_start);
   GdrGradScratch s;
-  plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->max_chunks, p.value_dim,
-                                        plan->key_dim_padded, &s);
+  plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->max_chunks, p.key_dim,
+                                        plan->key_dim_padded, plan->value_dim_padded, &s);
   *op = make_grad_op(std::move(plan), isa);
   return Status();
 }

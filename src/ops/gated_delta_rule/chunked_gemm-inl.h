@@ -79,9 +79,9 @@ HWY_NOINLINE void GemmRowTile(int64_t cols, int64_t kd, const float* a, int64_t 
   for (; col < cols; col += N) GemmTile<MR, 1>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
 }
 
-// Which part of a product is needed when C or A is lower triangular (row i of C needs columns j <= i, or
-// row i of A is zero beyond column i): the rest is neither computed nor read.
-enum class Triangle { kFull, kLowerC, kLowerA };
+// Which part of a product is needed when C or A is triangular (row i of C needs columns j <= i; row i of A is zero
+// beyond column i, or before it): the rest is neither computed nor read.
+enum class Triangle { kFull, kLowerC, kLowerA, kUpperA };
 
 // C (m x cols) = [c_scale * C +] A (m x kd) B (kd x cols). Column panels of 64 floats outermost, so the B panel
 // stays in L1 while the row tiles of A stream past it.
@@ -92,20 +92,22 @@ inline void Gemm(int64_t m, int64_t cols, int64_t kd, const float* a, int64_t ld
   for (int64_t c0 = 0; c0 < cols; c0 += kPanel) {
     for (int64_t row = 0; row < m; row += kGemmRows) {
       const int64_t rows = m - row < kGemmRows ? m - row : kGemmRows;
-      int64_t end = cols - c0 < kPanel ? cols : c0 + kPanel, depth = kd;
+      int64_t end = cols - c0 < kPanel ? cols : c0 + kPanel, depth = kd, first = 0;
       if (tri == Triangle::kLowerC) end = std::min(end, (row + rows + N - 1) / N * N);
       if (tri == Triangle::kLowerA) depth = std::min(kd, row + rows);
+      if (tri == Triangle::kUpperA) first = std::min(kd, row), depth = kd - first;
       if (end <= c0) continue;
-      const float* ar = a + row * lda;
+      const float* ar = a + row * lda + first;
+      const float* bp = b + first * ldb + c0;
       float* cr = c + row * ldc + c0;
       const int64_t w = end - c0;
       switch (rows) {
-        case 6: GemmRowTile<6>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 5: GemmRowTile<5>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 4: GemmRowTile<4>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 3: GemmRowTile<3>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        case 2: GemmRowTile<2>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
-        default: GemmRowTile<1>(w, depth, ar, lda, b + c0, ldb, cr, ldc, accumulate, c_scale); break;
+        case 6: GemmRowTile<6>(w, depth, ar, lda, bp, ldb, cr, ldc, accumulate, c_scale); break;
+        case 5: GemmRowTile<5>(w, depth, ar, lda, bp, ldb, cr, ldc, accumulate, c_scale); break;
+        case 4: GemmRowTile<4>(w, depth, ar, lda, bp, ldb, cr, ldc, accumulate, c_scale); break;
+        case 3: GemmRowTile<3>(w, depth, ar, lda, bp, ldb, cr, ldc, accumulate, c_scale); break;
+        case 2: GemmRowTile<2>(w, depth, ar, lda, bp, ldb, cr, ldc, accumulate, c_scale); break;
+        default: GemmRowTile<1>(w, depth, ar, lda, bp, ldb, cr, ldc, accumulate, c_scale); break;
       }
     }
   }

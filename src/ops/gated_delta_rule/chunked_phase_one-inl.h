@@ -1,0 +1,263 @@
+// chunked_phase_one-inl.h — per-target (Highway) pieces of the chunked gated-delta-rule kernel that the forward
+// (kernels_chunked.cpp) and the chunked backward (backward_kernels.cpp) share: packing a chunk's inputs, the grams
+// with their decay masks (phase one: A = strictly_lower(β⊙(K Kᵀ)⊙Γ), P = lower(Q·scale Kᵀ ⊙ Γ)), and the forward
+// substitution V' = (I + A)^{-1} (β⊙V - X_top). README.md "Chunked algorithm" has the derivation.
+//
+// Include after <hwy/highway.h> and chunked_gemm-inl.h inside a foreach_target translation unit; per-target
+// include guard below.
+#if defined(TXOPS_OPS_GDR_CHUNKED_PHASE_ONE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_OPS_GDR_CHUNKED_PHASE_ONE_INL_H_
+#undef TXOPS_OPS_GDR_CHUNKED_PHASE_ONE_INL_H_
+#else
+#define TXOPS_OPS_GDR_CHUNKED_PHASE_ONE_INL_H_
+#endif
+
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/simd_convert-inl.h"
+#include "core/simd_matrix_copy-inl.h"
+#include "ops/gated_delta_rule/chunked_gemm-inl.h"
+#include "ops/gated_delta_rule/chunked_layout.h"
+#include "ops/gated_delta_rule/kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace gdr_chunk {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using gdr_gemm::DF;
+using gdr_gemm::Gemm;
+using gdr_gemm::Triangle;
+using gdr_gemm::VF;
+constexpr int64_t C = kGdrChunk;
+
+// What every chunk of one call shares.
+struct ChunkContext {
+  const GdrProblem* p = nullptr;
+  int64_t dkp = 0, dvp = 0;  // Dk, Dv rounded up to 16
+  bool bf16_dot = false;     // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
+};
+
+template <class T>
+const T* Element(const TensorView& v, int64_t i0, int64_t i1) {
+  return static_cast<const T*>(v.data) + i0 * v.strides[0] + i1 * v.strides[1];
+}
+
+// dst[0, count) = src (element stride `stride`) * mul, dst[count, padded) = 0.
+template <class T>
+void LoadRow(const T* src, int64_t stride, int64_t count, int64_t padded, float mul, float* dst) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const VF m = hn::Set(df, mul);
+  int64_t j = 0;
+  if (stride == 1)
+    for (; j + N <= count; j += N) hn::StoreU(hn::Mul(LoadF32(df, src + j), m), df, dst + j);
+  for (; j < count; ++j) dst[j] = LoadScalarF32(src + j * stride) * mul;
+  for (; j < padded; ++j) dst[j] = 0.0f;
+}
+
+// ---- phase one ----
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+// dst (8 x 8, row stride ld_dst) = transpose of src (8 x 8, row stride ld_src).
+HWY_INLINE void Transpose8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
+  TransposeTile8x8(r);
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ld_dst, r[i]);
+}
+#endif
+
+// kt (dkp x C) = Kᵀ of the first n rows of kq (row stride dkp, padded columns zero); token columns >= n zero.
+inline void TransposeKeys(int64_t n, int64_t dkp, const float* kq, float* kt) {
+  int64_t i0 = 0;
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+  for (; i0 + 8 <= n; i0 += 8)
+    for (int64_t c0 = 0; c0 < dkp; c0 += 8) Transpose8x8(kq + i0 * dkp + c0, dkp, kt + c0 * C + i0, C);
+#endif
+  for (int64_t c = 0; c < dkp; ++c) {
+    for (int64_t i = i0; i < n; ++i) kt[c * C + i] = kq[i * dkp + c];
+    for (int64_t i = n; i < C; ++i) kt[c * C + i] = 0.0f;
+  }
+}
+
+// Packs tokens [t0, t0 + n) of key head hk: [K; Q] widened, Kᵀ (scratch).
+template <class TA>
+void PackKeys(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const GdrPackScratch& s) {
+  const GdrProblem& p = *cx.p;
+  const int64_t dk = p.key_dim, dkp = cx.dkp;
+  for (int64_t i = 0; i < n; ++i) {
+    LoadRow(Element<TA>(p.key, t0 + i, hk), p.key.strides[2], dk, dkp, 1.0f, s.kq + i * dkp);
+    LoadRow(Element<TA>(p.query, t0 + i, hk), p.query.strides[2], dk, dkp, 1.0f, s.kq + (n + i) * dkp);
+  }
+  TransposeKeys(n, dkp, s.kq, s.kt);
+}
+
+// Packs tokens [t0, t0 + n) of value head h (its key head's rows already in s.kq): G, e^G, β (scratch), the scaled
+// rows, β⊙V and the decays (record).
+template <class TA>
+void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrPackScratch& s,
+               const GdrChunkRecord& r) {
+  const GdrProblem& p = *cx.p;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t dkp = cx.dkp;
+  double g_sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = t0 + i;
+    s.beta[i] = LoadScalarF32(Element<TA>(p.beta, t, h));
+    g_sum += p.has_g ? static_cast<double>(*Element<float>(p.g, t, h)) : 0.0;
+    s.cum[i] = g_sum;
+    s.gamma[i] = static_cast<float>(std::exp(g_sum));
+    LoadRow(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
+    const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i] * p.scale);
+    for (int64_t j = 0; j < dkp; j += N) {
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + i * dkp + j), kscale), df, r.scaled + i * dkp + j);
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + (n + i) * dkp + j), qscale), df, r.scaled + (n + i) * dkp + j);
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) r.decay[i] = static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i]));
+  for (int64_t i = n; i < C; ++i) r.decay[i] = 0.0f;
+  r.decay[C] = static_cast<float>(std::exp(s.cum[n - 1]));
+}
+
+#if HWY_TARGET == HWY_AVX3
+// gram rows [0, 2n) = [K; Q] Kᵀ with vdpbf16ps, columns j < (tile's last row + 1) rounded to 16 (the lower
+// triangle). The operands are the bf16 inputs themselves (the widened floats' upper halves).
+inline void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gram) {
+  const int64_t pairs = dkp / 2;
+  for (int64_t i = 0; i < 2 * n; ++i)
+    for (int64_t c = 0; c < dkp; ++c) {
+      uint32_t bits;
+      std::memcpy(&bits, s.kq + i * dkp + c, 4);
+      s.kq16[i * dkp + c] = static_cast<uint16_t>(bits >> 16);
+    }
+  for (int64_t q = 0; q < pairs; ++q)
+    for (int64_t j = 0; j < C; ++j) {
+      s.kt16[(q * C + j) * 2] = j < n ? s.kq16[j * dkp + 2 * q] : 0;
+      s.kt16[(q * C + j) * 2 + 1] = j < n ? s.kq16[j * dkp + 2 * q + 1] : 0;
+    }
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t row = 0; row < n; row += 6) {
+      const int64_t rows = n - row < 6 ? n - row : 6, vectors = (row + rows + 15) / 16;
+      const uint16_t* a = s.kq16 + (half * n + row) * dkp;
+      float* c = gram + (half * n + row) * C;
+      switch (rows) {
+        case 6: gdr_gemm::GramRowsBf16<6>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 5: gdr_gemm::GramRowsBf16<5>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 4: gdr_gemm::GramRowsBf16<4>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 3: gdr_gemm::GramRowsBf16<3>(vectors, pairs, a, dkp, s.kt16, c); break;
+        case 2: gdr_gemm::GramRowsBf16<2>(vectors, pairs, a, dkp, s.kt16, c); break;
+        default: gdr_gemm::GramRowsBf16<1>(vectors, pairs, a, dkp, s.kt16, c); break;
+      }
+    }
+}
+#endif
+
+// gram rows [0, n) = A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) = P ((q_i·k_j) scale Γ_ij, j <= i), from the raw
+// grams in s.grams; zero elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
+inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, float* gram) {
+  const float* raw = s.grams;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
+    for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
+    float* a = gram + i * C;
+    float* pr = gram + (n + i) * C;
+    const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
+    for (int64_t j = 0; j < np; j += N) {
+      VF d = hn::LoadU(df, s.diff + j);
+#if HWY_TARGET == HWY_SCALAR  // Highway's scalar Exp converts its argument to int: a NaN gate (g) would be UB
+      const auto nan = hn::IsNaN(d);
+      d = hn::IfThenZeroElse(nan, d);
+      const VF gamma = hn::IfThenElse(nan, hn::Set(df, NAN), hn::Exp(df, d));
+#else
+      const VF gamma = hn::Exp(df, d);
+#endif
+      const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
+      const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
+      const VF ka = hn::LoadU(df, raw + i * C + j), qk = hn::LoadU(df, raw + (n + i) * C + j);
+      hn::StoreU(hn::IfThenElseZero(strict, hn::Mul(hn::Mul(ka, gamma), beta)), df, a + j);
+      hn::StoreU(hn::IfThenElseZero(incl, hn::Mul(hn::Mul(qk, qscale), gamma)), df, pr + j);
+    }
+  }
+}
+
+// Phase one of the chunk of tokens [t0, t0 + n) of head h: fills the record r. The key head's packing, Kᵀ and raw
+// grams stay in s for the next value head of the same key head and chunk (GQA: Qwen3-Next has two per key head),
+// which then skips them; they are the same numbers either way, so records do not depend on the order of calls.
+template <class TA>
+void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrPackScratch& s,
+                  const GdrChunkRecord& r) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t np = (n + N - 1) / N * N, dk = cx.p->key_dim, dkp = cx.dkp;
+  const int64_t hk = h / cx.p->heads_per_key_head();
+  if (s.key_head != hk || s.key_t0 != t0) {
+    PackKeys<TA>(cx, hk, t0, n, s);
+#if HWY_TARGET == HWY_AVX3
+    if (cx.bf16_dot) {
+      GramsBf16(n, dkp, s, s.grams);
+    } else
+#endif
+    {
+      Gemm(n, np, dk, s.kq, dkp, s.kt, C, s.grams, C, false, 1.0f, Triangle::kLowerC);                   // K Kᵀ
+      Gemm(n, np, dk, s.kq + n * dkp, dkp, s.kt, C, s.grams + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
+    }
+    s.key_head = hk;
+    s.key_t0 = t0;
+  }
+  PackChunk<TA>(cx, h, t0, n, s, r);
+  MaskWithDecay(n, np, cx.p->scale, s, r.gram);
+  // The state update's decays e^{G_last - G_j} go into the columns of Kᵀ, so the state pass multiplies Kᵀ by V'.
+  for (int64_t c = 0; c < dk; ++c)
+    for (int64_t j = 0; j < C; j += N)
+      hn::StoreU(hn::Mul(hn::LoadU(df, s.kt + c * C + j), hn::LoadU(df, r.decay + j)), df, r.kt + c * C + j);
+}
+
+// ---- the state pass ----
+
+// Columns [c0, c0 + NV vectors) of V' = (I + A)^{-1} (β⊙V - X_top), row by row, the row kept in registers.
+template <int NV>
+HWY_INLINE void SolveColumns(int64_t n, int64_t c0, int64_t dvp, const GdrChunkRecord& r, const GdrPassScratch& w) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* a = r.gram + i * C;
+    VF acc[NV];
+    for (int v = 0; v < NV; ++v)
+      acc[v] = hn::Sub(hn::LoadU(df, r.bv + i * dvp + c0 + v * N), hn::LoadU(df, w.x + i * dvp + c0 + v * N));
+    for (int64_t j = 0; j < i; ++j) {
+      const VF aij = hn::Set(df, a[j]);
+      for (int v = 0; v < NV; ++v) acc[v] = hn::NegMulAdd(aij, hn::LoadU(df, w.vp + j * dvp + c0 + v * N), acc[v]);
+    }
+    for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], df, w.vp + i * dvp + c0 + v * N);
+  }
+}
+
+// Columns [c0, c1) of V'.
+inline void SolveRows(int64_t n, int64_t c0, int64_t c1, int64_t dvp, const GdrChunkRecord& r, const GdrPassScratch& w) {
+  // Up to 8 vectors of columns per pass: 8 independent accumulator chains hide the FMA latency (4 chains ran
+  // the solve at about half the FMA rate).
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t c = c0;
+  for (; c + 8 * N <= c1; c += 8 * N) SolveColumns<8>(n, c, dvp, r, w);
+  if (c + 4 * N <= c1) SolveColumns<4>(n, c, dvp, r, w), c += 4 * N;
+  if (c + 2 * N <= c1) SolveColumns<2>(n, c, dvp, r, w), c += 2 * N;
+  if (c < c1) SolveColumns<1>(n, c, dvp, r, w), c += N;
+}
+
+}  // namespace gdr_chunk
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
