@@ -36,12 +36,8 @@ namespace HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
-using namespace gdr_chunk;  // ChunkContext, PrepareChunk, SolveRows, LoadRow, Element
-using gdr_gemm::DF;
-using gdr_gemm::Gemm;
-using gdr_gemm::Triangle;
-using gdr_gemm::VF;
-constexpr int64_t C = kGdrChunk;
+// ChunkContext, PrepareChunk, SolveRows, LoadRow, Element, RowDifferences, ExpOf; DF, VF, Gemm, Triangle, C
+using namespace gdr_chunk;
 
 HWY_INLINE float Dot(const float* a, const float* b, int64_t count) {  // count a multiple of the vector length
   const DF df;
@@ -107,21 +103,13 @@ void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
   const float* gram = s.record.gram;
   std::fill(s.colsum, s.colsum + np, 0.0f);
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j <= i; ++j) ps.diff[j] = static_cast<float>(ps.cum[i] - ps.cum[j]);
-    for (int64_t j = i + 1; j < np; ++j) ps.diff[j] = 0.0f;
+    RowDifferences(ps, i, np);
     float* da = s.products + i * C;
     float* dp = s.products + (n + i) * C;
     const VF beta = hn::Set(df, ps.beta[i]), vscale = hn::Set(df, scale);
     VF row = hn::Zero(df), dbeta = hn::Zero(df);
     for (int64_t j = 0; j < np; j += N) {
-      VF d = hn::LoadU(df, ps.diff + j);
-#if HWY_TARGET == HWY_SCALAR  // Highway's scalar Exp converts its argument to int: a NaN gate would be UB
-      const auto nan = hn::IsNaN(d);
-      d = hn::IfThenZeroElse(nan, d);
-      const VF gamma = hn::IfThenElse(nan, hn::Set(df, NAN), hn::Exp(df, d));
-#else
-      const VF gamma = hn::Exp(df, d);
-#endif
+      const VF gamma = ExpOf(df, hn::LoadU(df, ps.diff + j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       const VF va = hn::LoadU(df, da + j), vp = hn::LoadU(df, dp + j);

@@ -160,6 +160,22 @@ inline void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gr
 }
 #endif
 
+// s.diff[j] = G_i − G_j for j <= i, 0 for i < j < np (row i of the decay exponents Γ_ij = e^{G_i − G_j}).
+inline void RowDifferences(const GdrPackScratch& s, int64_t i, int64_t np) {
+  for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
+  for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
+}
+
+// e^d per lane; NaN stays NaN (Highway's scalar Exp converts its argument to int: a NaN gate would be UB there).
+HWY_INLINE VF ExpOf(DF df, VF d) {
+#if HWY_TARGET == HWY_SCALAR
+  const auto nan = hn::IsNaN(d);
+  return hn::IfThenElse(nan, hn::Set(df, NAN), hn::Exp(df, hn::IfThenZeroElse(nan, d)));
+#else
+  return hn::Exp(df, d);
+#endif
+}
+
 // gram rows [0, n) = A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) = P ((q_i·k_j) scale Γ_ij, j <= i), from the raw
 // grams in s.grams; zero elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
 inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, float* gram) {
@@ -167,20 +183,12 @@ inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScrat
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
-    for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
+    RowDifferences(s, i, np);
     float* a = gram + i * C;
     float* pr = gram + (n + i) * C;
     const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
     for (int64_t j = 0; j < np; j += N) {
-      VF d = hn::LoadU(df, s.diff + j);
-#if HWY_TARGET == HWY_SCALAR  // Highway's scalar Exp converts its argument to int: a NaN gate (g) would be UB
-      const auto nan = hn::IsNaN(d);
-      d = hn::IfThenZeroElse(nan, d);
-      const VF gamma = hn::IfThenElse(nan, hn::Set(df, NAN), hn::Exp(df, d));
-#else
-      const VF gamma = hn::Exp(df, d);
-#endif
+      const VF gamma = ExpOf(df, hn::LoadU(df, s.diff + j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       const VF ka = hn::LoadU(df, raw + i * C + j), qk = hn::LoadU(df, raw + (n + i) * C + j);

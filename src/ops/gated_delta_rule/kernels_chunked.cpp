@@ -46,13 +46,8 @@ namespace HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
-using gdr_gemm::DF;
-using gdr_gemm::Gemm;
-using gdr_gemm::Triangle;
-using gdr_gemm::VF;
-constexpr int64_t C = kGdrChunk;
-
-using namespace gdr_chunk;  // ChunkContext, PrepareChunk, SolveRows (chunked_phase_one-inl.h)
+// ChunkContext, PrepareChunk, SolveRows (chunked_phase_one-inl.h); DF, VF, Gemm, Triangle, C
+using namespace gdr_chunk;
 
 // The chunk of tokens [t0, t0 + n) of head h on columns [c0, c1) of its staged state st (Dk x dvp, transposed):
 // updates those columns of st and writes those columns of the chunk's outputs.
