@@ -11,6 +11,8 @@ and one compiled chunk step of the state scan called per chunk — because dynam
 chunks: compiling transformers' whole function took 194 s for 16 chunks (one 8x1024 call, 2 cores) and grows
 with the chunk count. Decode: gather the slots' states from the pool, transformers'
 `torch_recurrent_gated_delta_rule` for the token (eager) or the same update compiled, scatter back.
+Backward (qwen3-next-train): PyTorch autograd through the same eager prefill (transformers' function), the
+backward alone timed (torch.autograd.grad on the recorded graph, retained); no compiled peer for it.
 Reads `txops bench --json FILE` (--compare FILE), rebuilds each case from its shape string and prints txops
 time, each peer's time and the ratio peer / txops with a summary. Before timing, the chunked formulas (and
 transformers' function) are checked against a token-by-token fp64 loop on a small problem. Run with the project
@@ -303,7 +305,7 @@ class CaseInputs:
         self.gen = torch.Generator().manual_seed(2)
         Dk = dims["Dk"]
         self.scale = 1.0 / math.sqrt(Dk)
-        T = self.T = dims["T"] if rec["op"] == "chunk_gated_delta_rule" else dims["B"]
+        T = self.T = dims["T"] if rec["op"].startswith("chunk_gated_delta_rule") else dims["B"]
         self.q = unit_rows((T, dims["Nk"], Dk), self.dtype, self.gen)
         self.k = unit_rows((T, dims["Nk"], Dk), self.dtype, self.gen)
         self.v = (torch.rand(T, dims["Nv"], dims["Dv"], generator=self.gen) * 2 - 1).to(self.dtype)
@@ -316,6 +318,8 @@ def build(rec, peers):
     dims, tags, dtype, gen, scale, T = c.dims, c.tags, c.dtype, c.gen, c.scale, c.T
     Nk, Nv, Dk, Dv = dims["Nk"], dims["Nv"], dims["Dk"], dims["Dv"]
     q, k, v, beta, g = c.q, c.k, c.v, c.beta, c.g
+    if rec["op"] == "chunk_gated_delta_rule_grad":
+        return build_grad(c, peers)
     if rec["op"] == "chunk_gated_delta_rule":
         lens = sequence_lengths(T, dims["B"], tags[0] if tags else "equal")
         init = ((torch.rand(len(lens), Nv, Dv, Dk, generator=gen) * 2 - 1) * 0.1).to(dtype)
@@ -331,6 +335,40 @@ def build(rec, peers):
     return lambda: peers.decode_call(pool, slots, q, k, v, beta, g, scale)
 
 
+def backward_inputs(c):
+    """lens, init, grad_out, grad_final of a backward record (drawn after CaseInputs' tensors, same order for the
+    peer and for txops)."""
+    dims, tags, gen = c.dims, c.tags, c.gen
+    lens = sequence_lengths(c.T, dims["B"], tags[0] if tags else "equal")
+    init = ((torch.rand(len(lens), dims["Nv"], dims["Dv"], dims["Dk"], generator=gen) * 2 - 1) * 0.1).to(c.dtype)
+    d_out = (torch.rand(c.T, dims["Nv"], dims["Dv"], generator=gen) * 2 - 1).to(c.dtype)
+    d_final = ((torch.rand(init.shape, generator=gen) * 2 - 1) * 0.1).to(c.dtype)
+    return lens, init, d_out, d_final
+
+
+def build_grad(c, peers):
+    """The backward peer: autograd through the eager prefill; per key-head count hk, a function that runs the
+    recorded graph's backward (the forward runs once, when the function is built)."""
+    if peers.compiled:
+        raise NotImplementedError("no compiled backward peer (autograd through the compiled chunk phases)")
+    lens, init, d_out, d_final = backward_inputs(c)
+    group = c.dims["Nv"] // c.dims["Nk"]
+
+    def on_key_heads(hk):
+        hv = hk * group
+        leaves = [t.detach().clone().requires_grad_(True) for t in
+                  (c.q[:, :hk], c.k[:, :hk], c.v[:, :hv], c.beta[:, :hv], c.g[:, :hv], init[:, :hv])]
+        with torch.enable_grad():
+            out, final = prefill(peers, *leaves, lens, c.scale)
+        grads = (d_out[:, :hv], d_final[:, :hv])
+
+        def backward():
+            with torch.enable_grad():
+                torch.autograd.grad((out, final), leaves, grads, retain_graph=True)
+        return backward
+    return on_key_heads
+
+
 def build_txops(rec):
     """The same case through the txops package (outputs preallocated with out=), or None without txops."""
     try:
@@ -342,6 +380,11 @@ def build_txops(rec):
     Nk, Nv, Dk, Dv = dims["Nk"], dims["Nv"], dims["Dk"], dims["Dv"]
     q, k, v, beta, g = c.q, c.k, c.v, c.beta, c.g
     out = torch.empty(v.shape, dtype=dtype)
+    if rec["op"] == "chunk_gated_delta_rule_grad":
+        lens, init, d_out, d_final = backward_inputs(c)
+        lens_i32 = torch.tensor(lens, dtype=torch.int32)
+        return lambda: txops.chunk_gated_delta_rule_grad(q, k, v, beta, init, lens_i32, d_out, d_final, g=g,
+                                                         scale=scale)
     if rec["op"] == "chunk_gated_delta_rule":
         lens = sequence_lengths(T, dims["B"], tags[0] if tags else "equal")
         init = ((torch.rand(len(lens), Nv, Dv, Dk, generator=gen) * 2 - 1) * 0.1).to(dtype)
@@ -371,7 +414,7 @@ def timed_case(rec, peers, args):
             compile_s += time.perf_counter() - t0
             note = f"compiled in {compile_s:.1f} s"
 
-    if rec["op"] != "chunk_gated_delta_rule":
+    if not rec["op"].startswith("chunk_gated_delta_rule"):
         warm(fn)
         return tc.time_fn(fn, args.target_s, args.max_reps)[0], note, compile_s
     nk = tc.parse_shape(rec["shape"])[0]["Nk"]
@@ -399,8 +442,8 @@ def main():
     if "compile" in peers:
         tc.setup_compile()
     records = tc.load_records(args.compare, {"gdr_prefill", "gdr_decode"}, args)
-    # the forward operators (the backward's records, qwen3-next-train, have no PyTorch peer here yet)
-    records = [r for r in records if r["op"] in ("chunk_gated_delta_rule", "recurrent_gated_delta_rule")]
+    records = [r for r in records if r["op"] in ("chunk_gated_delta_rule", "recurrent_gated_delta_rule",
+                                                 "chunk_gated_delta_rule_grad")]
     print("# eager prefill peer: " + ("transformers' torch_chunk_gated_delta_rule (transformers "
                                       + __import__("transformers").__version__ + ")" if TF_CHUNK else
                                       "the chunked formulas of this script (transformers is not installed)"))
