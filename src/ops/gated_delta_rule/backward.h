@@ -95,10 +95,9 @@ inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t max_chunks, in
                               GdrGradScratch* s) {
   constexpr int64_t C = kGdrChunk;
   GdrCarver c(base);
-  auto sub = [&](int64_t floats) { return c.take(floats); };
-  float* pack = sub(gdr_carve_pack(nullptr, dkp, &s->pack));
-  float* record = sub(gdr_carve_record(nullptr, dkp, dvp, &s->record));
-  float* pass = sub(gdr_carve_pass(nullptr, dvp, &s->pass));
+  float* pack = c.take(gdr_carve_pack(nullptr, dkp, &s->pack));  // (sizes first; pointers when there is a base)
+  float* record = c.take(gdr_carve_record(nullptr, dkp, dvp, &s->record));
+  float* pass = c.take(gdr_carve_pass(nullptr, dvp, &s->pass));
   if (base != nullptr) {
     gdr_carve_pack(pack, dkp, &s->pack);
     gdr_carve_record(record, dkp, dvp, &s->record);

@@ -1,8 +1,9 @@
 // backward_plan.cpp — phase one of the gated delta rule's backward (txops::chunk_gated_delta_rule_grad and
 // aclnnChunkGatedDeltaRuleGrad): validate, then plan — the ISA's kernel, the (sequence, key head) items split into
 // contiguous ranges of near-equal cost over the threads, the workspace (one scratch area per part: the chunk
-// checkpoints of the item's value heads, their adjoint states, the chunk's packs and accumulators) — producing a
-// PreparedOp. Also the C++ API function (prepare + run with the thread's scratch workspace).
+// checkpoints and each chunk's U of the item's value heads, their adjoint states, the chunk's packs, record,
+// products and accumulators) — producing a PreparedOp. Also the C++ API function (prepare + run with the
+// thread's scratch workspace).
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
