@@ -17,7 +17,6 @@
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/backward_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-#include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
@@ -50,19 +49,6 @@ HWY_INLINE float Dot(const float* a, const float* b, int64_t count) {  // count 
 template <class T>
 T* At(const TensorView& v, int64_t i0, int64_t i1) {
   return static_cast<T*>(v.data) + i0 * v.strides[0] + i1 * v.strides[1];
-}
-
-// Prefetches rows [t0, t0 + n) of `head` of a (T, heads, width) input: consecutive tokens are a whole row of heads
-// apart (8 KiB at Qwen3-Next's value width), so the hardware prefetchers do not fetch the next head's rows; the
-// forward's PrefetchChunk does the same one head ahead.
-template <class TA>
-void PrefetchRows(const TensorView& v, int64_t t0, int64_t n, int64_t head, int64_t width) {
-  if (v.strides[2] != 1) return;
-  const int64_t bytes = width * static_cast<int64_t>(sizeof(TA));
-  for (int64_t i = 0; i < n; ++i) {
-    const char* row = reinterpret_cast<const char*>(Element<TA>(v, t0 + i, head));
-    for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(row + off);
-  }
 }
 
 // Columns [c0, c0 + NV vectors) of NR = −dR, where (I + A)ᵀ dR = dU: from the last row up,

@@ -13,6 +13,7 @@
 #endif
 
 #include <hwy/highway.h>
+#include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 
 #include <cmath>
@@ -63,6 +64,19 @@ void LoadRow(const T* src, int64_t stride, int64_t count, int64_t padded, float 
 }
 
 // ---- phase one ----
+
+// Prefetches rows [t0, t0 + n) of `head` of a (T, heads, width) input: consecutive tokens are a whole row of heads
+// apart (8 KiB at Qwen3-Next's value width), so the hardware prefetchers do not fetch the next head's rows (a strided row is
+// left alone). The forward and the backward fetch one head ahead.
+template <class TA>
+void PrefetchRows(const TensorView& v, int64_t t0, int64_t n, int64_t head, int64_t width) {
+  if (v.strides[2] != 1) return;
+  const int64_t bytes = width * static_cast<int64_t>(sizeof(TA));
+  for (int64_t i = 0; i < n; ++i) {
+    const char* row = reinterpret_cast<const char*>(Element<TA>(v, t0 + i, head));
+    for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(row + off);
+  }
+}
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
 // dst (8 x 8, row stride ld_dst) = transpose of src (8 x 8, row stride ld_src).

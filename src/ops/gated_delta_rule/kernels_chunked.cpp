@@ -137,18 +137,11 @@ template <class TA>
 void PrefetchChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n) {
   const int64_t hk = h / p.heads_per_key_head();
   const bool new_key_head = h % p.heads_per_key_head() == 0;
-  auto rows = [&](const TensorView& v, int64_t head, int64_t width) {
-    const int64_t bytes = width * static_cast<int64_t>(sizeof(TA));
-    for (int64_t i = 0; i < n; ++i) {
-      const char* row = reinterpret_cast<const char*>(Element<TA>(v, t0 + i, head));
-      for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(row + off);
-    }
-  };
   if (new_key_head && p.key.strides[2] == 1 && p.query.strides[2] == 1) {
-    rows(p.key, hk, p.key_dim);
-    rows(p.query, hk, p.key_dim);
+    PrefetchRows<TA>(p.key, t0, n, hk, p.key_dim);
+    PrefetchRows<TA>(p.query, t0, n, hk, p.key_dim);
   }
-  if (p.value.strides[2] == 1) rows(p.value, h, p.value_dim);
+  PrefetchRows<TA>(p.value, t0, n, h, p.value_dim);
 }
 
 // Value heads [h_begin, h_end) of sequence b: stage each S0ᵀ, run the chunks in order (chunks outermost, heads
