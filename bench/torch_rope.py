@@ -56,9 +56,21 @@ MODES = {"half": rope_half, "interleave": rope_interleave, "quarter": rope_quart
          "interleave-half": rope_interleave_half}
 
 
-def cos_sin(shape, dtype, gen):
-    theta = torch.rand(shape, generator=gen) * 6.2831853
+def cos_sin(shape, dtype, gen, mode="half"):
+    """One angle per row and pair of channels the mode rotates together, as in real rotary tables: each pair turns
+    by an exact rotation, so the in-place timing loops keep the values' magnitude (independent angles per channel
+    shrink or grow them geometrically, through fp32 subnormals that cost Intel cores ~40x per operation)."""
+    d = shape[-1]
+    j = torch.arange(d)
+    pair = {"interleave": j // 2, "quarter": (j // (d // 2)) * (d // 4) + j % (d // 4)}.get(mode, j % (d // 2))
+    theta = (torch.rand(shape, generator=gen) * 6.2831853)[..., pair]
     return torch.cos(theta).to(dtype), torch.sin(theta).to(dtype)
+
+
+def cos_sin_cache(positions, d, dtype, gen):
+    """vLLM's cache layout: cos(theta_k) for k < d/2, then sin(theta_k)."""
+    theta = torch.rand((positions, d // 2), generator=gen) * 6.2831853
+    return torch.cat((torch.cos(theta), torch.sin(theta)), dim=-1).to(dtype)
 
 
 def randu(shape, dtype, gen):
@@ -105,7 +117,7 @@ def build(op, dims, tags, dtype, compiled=False):
         mode = next(t.split("=", 1)[1] for t in tags if t.startswith("mode="))
         formula = MODES[mode]
         x = randu((B, S, N, D), dtype, gen)
-        c, s = cos_sin((1, S, 1, hi - lo), dtype, gen)
+        c, s = cos_sin((1, S, 1, hi - lo), dtype, gen, mode)
         if op == "inplace_partial_rotary_mul":
             def forward(x, c, s):
                 xs = x[..., lo:hi]
@@ -143,7 +155,7 @@ def build(op, dims, tags, dtype, compiled=False):
         mrope = "mrope" in tags
         positions = torch.randint(0, P, (3, T) if mrope else (T,), generator=gen)
         q, k = randu((T, Nq * D), dtype, gen), randu((T, Nk * D), dtype, gen)
-        cache = randu((P, D), dtype, gen)
+        cache = cos_sin_cache(P, D, dtype, gen)
         f = wrap(lambda positions, q, k, cache: vllm_rope_native(positions, q, k, cache, D, mrope))
         return lambda: f(positions, q, k, cache), f
     raise ValueError(f"unknown RoPE op {op}")
@@ -213,14 +225,14 @@ def build_txops(op, dims, tags, dtype):
         mrope = "mrope" in tags
         positions = torch.randint(0, P, (3, T) if mrope else (T,), generator=gen)
         q, k = randu((T, Nq * D), dtype, gen), randu((T, Nk * D), dtype, gen)
-        cache = randu((P, D), dtype, gen)
+        cache = cos_sin_cache(P, D, dtype, gen)
         section = [16, 24, 24] if mrope else None
         return lambda: txops.rope_with_sin_cos_cache(positions, q, k, cache, D, mrope_section=section, query_out=q,
                                                      key_out=k)
     B, S, N, D, lo, hi = (dims[k] for k in ("B", "S", "N", "D", "lo", "hi"))
     mode = next(t.split("=", 1)[1] for t in tags if t.startswith("mode="))
     x = randu((B, S, N, D), dtype, gen)
-    c, s = cos_sin((1, S, 1, hi - lo), dtype, gen)
+    c, s = cos_sin((1, S, 1, hi - lo), dtype, gen, mode)
     f = txops.inplace_partial_rotary_mul if op == "inplace_partial_rotary_mul" else \
         txops.inplace_partial_rotary_mul_backward
     return lambda: f(x, c, s, rotary_mode=mode, partial_slice=(lo, hi))

@@ -78,13 +78,36 @@ void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) store_f32(data, dtype, i, lo + (hi - lo) * unit_float(seed, i));
 }
 
-void fill_cos_sin(HostTensor* cos, HostTensor* sin, uint64_t seed) {
+// The index of the angle channel j of a row of d channels shares with its rotation partner.
+static int64_t rotary_pair_class(RotaryMode mode, int64_t d, int64_t j) {
+  switch (mode) {
+    case RotaryMode::kInterleave: return j / 2;
+    case RotaryMode::kQuarter: return (j / (d / 2)) * (d / 4) + j % (d / 4);
+    default: return j % (d / 2);  // half, interleave-half
+  }
+}
+
+void fill_cos_sin(HostTensor* cos, HostTensor* sin, uint64_t seed, RotaryMode mode) {
   const int64_t n = cos->view.numel();
+  const int64_t d = cos->view.shape[cos->view.ndim - 1];
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    const float theta = 6.2831853f * unit_float(seed, i);
+    const int64_t row = i / d;
+    const float theta = 6.2831853f * unit_float(seed, row * d + rotary_pair_class(mode, d, i % d));
     store_f32(cos->view.data, cos->view.dtype, i, std::cos(theta));
     store_f32(sin->view.data, sin->view.dtype, i, std::sin(theta));
+  }
+}
+
+void fill_cos_sin_cache(HostTensor* cache, uint64_t seed) {
+  const int64_t r = cache->view.shape[cache->view.ndim - 1], half = r / 2;
+  const int64_t n = cache->view.numel() / r * half;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = i / half, k = i % half;
+    const float theta = 6.2831853f * unit_float(seed, i);
+    store_f32(cache->view.data, cache->view.dtype, row * r + k, std::cos(theta));
+    store_f32(cache->view.data, cache->view.dtype, row * r + half + k, std::sin(theta));
   }
 }
 

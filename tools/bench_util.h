@@ -50,8 +50,15 @@ struct HostTensor {
 
 // Deterministic pseudo-random values (uniform in [lo, hi)), stored in the tensor's dtype.
 void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi);
-// cos(theta) / sin(theta) of deterministic angles, so repeated in-place rotations keep values bounded.
-void fill_cos_sin(HostTensor* cos, HostTensor* sin, uint64_t seed);
+// cos(theta) / sin(theta) of deterministic angles, one angle per row and pair of channels the mode rotates
+// together (half and interleave-half: j and j + D/2; interleave: 2k and 2k + 1; quarter: j and j + D/4 in each half),
+// as real rotary tables are. Each pair then turns by an exact rotation, so the repeated in-place calls of a timing
+// loop keep the values' magnitude: with an independent angle per channel the 2 x 2 maps are not orthogonal, values
+// shrink or grow geometrically over the repetitions, and on Intel cores the fp32 subnormals they pass through cost
+// ~40x per call (ApplyRotaryPosEmbV2 decode, bf16: median 1.6 ms against a minimum of 0.04 ms).
+void fill_cos_sin(HostTensor* cos, HostTensor* sin, uint64_t seed, RotaryMode mode = RotaryMode::kHalf);
+// A cos/sin cache (P, R) as vLLM builds it: each row cos(theta_k) for k < R/2, then sin(theta_k).
+void fill_cos_sin_cache(HostTensor* cache, uint64_t seed);
 // Rows of the last dimension scaled to unit L2 norm (the gated delta rule's q and k).
 void fill_unit_rows(HostTensor* t, uint64_t seed);
 // A 1-D int32 tensor holding `values` (sequence lengths, state indices, per-sequence counts).

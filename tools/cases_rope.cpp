@@ -197,7 +197,7 @@ class PartialRotaryCase : public BenchCase {
     cos_ = HostTensor(dt, {1, S, 1, hi_ - lo_});
     sin_ = HostTensor(dt, {1, S, 1, hi_ - lo_});
     fill_uniform(&x0_, 41, -1, 1);
-    fill_cos_sin(&cos_, &sin_, 42);
+    fill_cos_sin(&cos_, &sin_, 42, mode_);
     reset();
     const double slice_bytes = static_cast<double>(B * S * N * (hi_ - lo_)) * dtype_size(dt);
     bytes = 2 * slice_bytes + tensor_bytes(cos_) + tensor_bytes(sin_);

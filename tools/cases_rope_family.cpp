@@ -90,7 +90,7 @@ class SinCosCacheCase : public BenchCase {
     cache_ = HostTensor(dt, {P, D});
     fill_uniform(&q0_, 61, -1, 1);
     fill_uniform(&k0_, 62, -1, 1);
-    fill_uniform(&cache_, 63, -1, 1);
+    fill_cos_sin_cache(&cache_, 63);
     if (mrope_) section_ = {16, 24, 24};  // Qwen2-VL
     const int64_t rows = mrope_ ? 3 : 1;
     positions_ = HostTensor(DType::kI64, mrope_ ? std::vector<int64_t>{rows, T} : std::vector<int64_t>{T});
