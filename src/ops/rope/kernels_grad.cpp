@@ -1,8 +1,9 @@
 // kernels_grad.cpp — the RoPE backward kernels that also reduce gradCos/gradSin (ApplyRotaryPosEmbGrad with q/k),
 // compiled once per ISA by Highway (AVX3, AVX2, SCALAR). Per cos/sin group, every member row's input gradient is
 // rotated back (the rules of kernels_rotate.cpp) while its products with the forward input accumulate into fp32
-// rows for gradCos and gradSin in a fixed row order (no workspace, no partial sums: bits independent of threads);
-// 16-bit half / quarter rows go two at a time, in the same per-element order (bit-identical to one at a time).
+// rows for gradCos and gradSin in a fixed row order (no workspace, no partial sums: bits independent of threads).
+// One member row per pass for every dtype (two rows per pass, sharing the accumulator loads, measured slower:
+// README.md "Measured on AVX-512").
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/rope/kernels_grad.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -168,100 +169,6 @@ HWY_INLINE void UnsplitBlocks(RotaryMode mode, int64_t width, float* acc) {
   }
 }
 
-// Two member rows of a group at once in the half/quarter grad: the cos/sin gradient accumulators are loaded and
-// stored once for both rows, and per element still take row r0's fma, then row r1's (the order of two
-// sequential one-row calls: bit-identical). Tails run the one-row code per row, in the same row order.
-template <class TX, class TC>
-HWY_INLINE void GradHalfBlockRow2(bool stream, const TX* const* in, TX* const* out, const TX* const* x, const TC* c,
-                                  const TC* s, float* acc_c, float* acc_s, int64_t h) {
-  const DF df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  int64_t j = 0;
-  for (; j + lanes <= h; j += lanes) {
-    const VF c1 = LoadF32(df, c + j), c2 = LoadF32(df, c + h + j);
-    const VF s1 = LoadF32(df, s + j), s2 = LoadF32(df, s + h + j);
-    VF ac1 = hn::LoadU(df, acc_c + j), ac2 = hn::LoadU(df, acc_c + h + j);
-    VF as1 = hn::LoadU(df, acc_s + j), as2 = hn::LoadU(df, acc_s + h + j);
-    for (int r = 0; r < 2; ++r) {
-      const VF d1 = LoadF32(df, in[r] + j), d2 = LoadF32(df, in[r] + h + j);
-      const VF x1 = LoadF32(df, x[r] + j), x2 = LoadF32(df, x[r] + h + j);
-      ac1 = hn::MulAdd(d1, x1, ac1);
-      ac2 = hn::MulAdd(d2, x2, ac2);
-      as1 = hn::MulAdd(d1, hn::Neg(x2), as1);
-      as2 = hn::MulAdd(d2, x1, as2);
-      Put(df, hn::MulAdd(d1, c1, hn::Mul(d2, s2)), out[r] + j, stream);
-      Put(df, hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1))), out[r] + h + j, stream);
-    }
-    hn::StoreU(ac1, df, acc_c + j);
-    hn::StoreU(ac2, df, acc_c + h + j);
-    hn::StoreU(as1, df, acc_s + j);
-    hn::StoreU(as2, df, acc_s + h + j);
-  }
-  for (int r = 0; r < 2; ++r) GradHalfBlockRow(stream, in[r], out[r], x[r], c, s, acc_c, acc_s, h, j);
-}
-
-HWY_INLINE void GradHalfBlockRow2(bool stream, const BF* const* in, BF* const* out, const BF* const* x, const BF* c,
-                                  const BF* s, float* acc_c, float* acc_s, int64_t h) {
-  const DF df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
-  int64_t j = 0;
-  for (; j + block <= h; j += block) {
-    VF c1[2], c2[2], s1[2], s2[2], ac1[2], ac2[2], as1[2], as2[2];
-    LoadPairs(c + j, &c1[0], &c1[1]);
-    LoadPairs(c + h + j, &c2[0], &c2[1]);
-    LoadPairs(s + j, &s1[0], &s1[1]);
-    LoadPairs(s + h + j, &s2[0], &s2[1]);
-    for (int p = 0; p < 2; ++p) {  // split layout: even channels at j, odd at j + lanes
-      ac1[p] = hn::LoadU(df, acc_c + j + p * lanes);
-      ac2[p] = hn::LoadU(df, acc_c + h + j + p * lanes);
-      as1[p] = hn::LoadU(df, acc_s + j + p * lanes);
-      as2[p] = hn::LoadU(df, acc_s + h + j + p * lanes);
-    }
-    for (int r = 0; r < 2; ++r) {
-      VF d1[2], d2[2], x1[2], x2[2], y1[2], y2[2];
-      LoadPairs(in[r] + j, &d1[0], &d1[1]);
-      LoadPairs(in[r] + h + j, &d2[0], &d2[1]);
-      LoadPairs(x[r] + j, &x1[0], &x1[1]);
-      LoadPairs(x[r] + h + j, &x2[0], &x2[1]);
-      for (int p = 0; p < 2; ++p) {
-        ac1[p] = hn::MulAdd(d1[p], x1[p], ac1[p]);
-        ac2[p] = hn::MulAdd(d2[p], x2[p], ac2[p]);
-        as1[p] = hn::MulAdd(d1[p], hn::Neg(x2[p]), as1[p]);
-        as2[p] = hn::MulAdd(d2[p], x1[p], as2[p]);
-        y1[p] = hn::MulAdd(d1[p], c1[p], hn::Mul(d2[p], s2[p]));
-        y2[p] = hn::MulAdd(d2[p], c2[p], hn::Neg(hn::Mul(d1[p], s1[p])));
-      }
-      StorePairs(y1[0], y1[1], out[r] + j, stream);
-      StorePairs(y2[0], y2[1], out[r] + h + j, stream);
-    }
-    for (int p = 0; p < 2; ++p) {
-      hn::StoreU(ac1[p], df, acc_c + j + p * lanes);
-      hn::StoreU(ac2[p], df, acc_c + h + j + p * lanes);
-      hn::StoreU(as1[p], df, acc_s + j + p * lanes);
-      hn::StoreU(as2[p], df, acc_s + h + j + p * lanes);
-    }
-  }
-  for (int r = 0; r < 2; ++r) GradHalfBlockRow<BF, BF>(stream, in[r], out[r], x[r], c, s, acc_c, acc_s, h, j);
-}
-
-// Two rows (half / quarter modes only; the caller checks).
-template <class TX, class TC>
-HWY_INLINE void GradRowContiguous2(const RotationConfig& cfg, const TX* const* in, TX* const* out,
-                                   const TX* const* x, const TC* c, const TC* s, float* acc_c, float* acc_s) {
-  const int64_t width = cfg.width;
-  const bool stream = cfg.stream_out;
-  if (cfg.mode == RotaryMode::kQuarter) {
-    const int64_t h = width / 2;
-    GradHalfBlockRow2(stream, in, out, x, c, s, acc_c, acc_s, width / 4);
-    const TX* in_h[2] = {in[0] + h, in[1] + h};
-    TX* out_h[2] = {out[0] + h, out[1] + h};
-    const TX* x_h[2] = {x[0] + h, x[1] + h};
-    GradHalfBlockRow2(stream, in_h, out_h, x_h, c + h, s + h, acc_c + h, acc_s + h, width / 4);
-  } else {
-    GradHalfBlockRow2(stream, in, out, x, c, s, acc_c, acc_s, width / 2);
-  }
-}
-
 template <class TX, class TC>
 HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* out, const TX* x, const TC* c,
                                   const TC* s, float* acc_c, float* acc_s) {
@@ -311,19 +218,6 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
           const int64_t base[3] = {i0 * ms[0][0] + i1 * ms[1][0], i0 * ms[0][1] + i1 * ms[1][1],
                                    i0 * ms[0][2] + i1 * ms[1][2]};
           int64_t i2 = 0;
-#if HWY_TARGET != HWY_SCALAR
-          // Two rows per pass for 16-bit activations only: with fp32 rows the pass keeps four output lines open
-          // at once, which the streaming stores pay for (AVX2 Zen 3, llama3-8b-train fp32 with q/k: 58 -> 35 ms on
-          // 1 thread, 44 -> 25 ms on 2 with one row per pass); for 16-bit rows the measurements were mixed.
-          if (sizeof(TX) == 2 && job.simd_rows && (cfg.mode == RotaryMode::kHalf || cfg.mode == RotaryMode::kQuarter)) {
-            for (; i2 + 2 <= side.member_extent[2]; i2 += 2) {  // two rows per pass, same accumulation order
-              const TX* row_in[2] = {in + base[0] + i2 * ms[2][0], in + base[0] + (i2 + 1) * ms[2][0]};
-              TX* row_out[2] = {out + base[1] + i2 * ms[2][1], out + base[1] + (i2 + 1) * ms[2][1]};
-              const TX* row_x[2] = {x + base[2] + i2 * ms[2][2], x + base[2] + (i2 + 1) * ms[2][2]};
-              GradRowContiguous2(cfg, row_in, row_out, row_x, c, s, ac, as);
-            }
-          }
-#endif
           for (; i2 < side.member_extent[2]; ++i2) {
             const TX* row_in = in + base[0] + i2 * ms[2][0];
             TX* row_out = out + base[1] + i2 * ms[2][1];
