@@ -43,11 +43,16 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 MODES = ["half", "interleave", "quarter", "interleave-half"]
 
 
-def rope_table(batch, seq, heads, dim, dtype, duplicated_halves=True):
-    """Real RoPE tables: angle = position * 10000^(-2i/dim), halves repeated (half layouts) or pairs (interleave)."""
-    inv_freq = 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+def rope_table(batch, seq, heads, dim, dtype, mode="half"):
+    """Real RoPE tables: angle = position * 10000^(-2i/dim), laid out so that the channels the mode rotates together
+    share an angle: halves repeated (half, interleave-half), pairs (interleave), quarters repeated (quarter)."""
+    freqs = dim // 4 if mode == "quarter" else dim // 2
+    inv_freq = 10000.0 ** (-torch.arange(0, 2 * freqs, 2, dtype=torch.float64) / dim)
     angles = torch.arange(seq, dtype=torch.float64)[:, None] * inv_freq[None, :]
-    angles = torch.cat((angles, angles), -1) if duplicated_halves else angles.repeat_interleave(2, -1)
+    if mode == "interleave":
+        angles = angles.repeat_interleave(2, -1)
+    else:
+        angles = torch.cat((angles,) * (dim // freqs), -1)
     shape = (batch, seq, heads, dim)
     angles = angles.reshape(1, seq, 1, dim).expand(shape)
     return angles.cos().to(dtype).contiguous(), angles.sin().to(dtype).contiguous()
@@ -96,7 +101,7 @@ def mla(dtype, scale, decode):
 def partial(dtype, scale, mode, backward):
     S = 4096 // scale
     x = uniform((4, S, 16, 192), dtype, 1)
-    cos, sin = rope_table(1, S, 1, 64, dtype, duplicated_halves=mode != 1)
+    cos, sin = rope_table(1, S, 1, 64, dtype, MODES[mode])
     formula = torch_rope.MODES[MODES[mode]]
     tx = x.clone()
     if backward:
