@@ -240,6 +240,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   cx.p = &p;
   cx.dkp = dkp;
   cx.dvp = dvp;
+  cx.ld = dvp;  // the checkpoints are Dk rows of dvp floats
   auto checkpoint = [&](int64_t gi, int64_t c) { return s.checkpoints + (gi * plan.max_chunks + c) * dk * dvp; };
   auto solved = [&](int64_t gi, int64_t c) { return s.solved + (gi * plan.max_chunks + c) * C * dvp; };
   auto adjoint = [&](int64_t gi) { return s.adjoint + gi * dk * dvp; };

@@ -94,8 +94,16 @@ inline int64_t gdr_carve_pass(float* base, int64_t dvp, GdrPassScratch* s) {
   return c.used();
 }
 
-// A staged state: Sᵀ in fp32, Dk rows of dvp floats.
-inline int64_t gdr_staged_state_floats(int64_t key_dim, int64_t dvp) { return gdr_pad16(key_dim * dvp); }
+// The row stride of a staged state Sᵀ (Dk rows of dvp columns, fp32): dvp, or dvp + 16 when a row is an even number
+// of 64-byte lines longer than the GEMM's 64-column panel. At dvp = 128 the rows of a panel otherwise fall on half
+// the L1 sets, 16 lines per set against 12 ways, and the X = [K; Q] Sᵀ tile ran at 150-160 GFLOP/s in cache
+// instead of 174-185 (AVX-512; dev/gdr/gemm_bench.cpp): an odd number of lines per row spreads them over all sets.
+inline int64_t gdr_state_row_stride(int64_t dvp) { return dvp > 64 && (dvp / 16) % 2 == 0 ? dvp + 16 : dvp; }
+
+// A staged state: Sᵀ in fp32, Dk rows `row_stride` floats apart (gdr_state_row_stride).
+inline int64_t gdr_staged_state_floats(int64_t key_dim, int64_t row_stride) {
+  return gdr_pad16(key_dim * row_stride);
+}
 
 }  // namespace txops
 

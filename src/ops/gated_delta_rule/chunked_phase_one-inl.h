@@ -42,6 +42,7 @@ constexpr int64_t C = kGdrChunk;
 struct ChunkContext {
   const GdrProblem* p = nullptr;
   int64_t dkp = 0, dvp = 0;  // Dk, Dv rounded up to 16
+  int64_t ld = 0;            // the row stride of a staged state (gdr_state_row_stride(dvp) in the forward)
   bool bf16_dot = false;     // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
 };
 

@@ -49,7 +49,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ChunkContext, PrepareChunk, SolveRows (chunked_phase_one-inl.h); DF, VF, Gemm, Triangle, C
 using namespace gdr_chunk;
 
-// The chunk of tokens [t0, t0 + n) of head h on columns [c0, c1) of its staged state st (Dk x dvp, transposed):
+// The chunk of tokens [t0, t0 + n) of head h on columns [c0, c1) of its staged state st (Dk rows of cx.ld floats,
+// dvp of them used; transposed):
 // updates those columns of st and writes those columns of the chunk's outputs.
 template <class TA>
 void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrChunkRecord& r,
@@ -57,12 +58,12 @@ void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   const GdrProblem& p = *cx.p;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t dk = p.key_dim, dvp = cx.dvp, cols = c1 - c0;
-  Gemm(2 * n, cols, dk, r.scaled, cx.dkp, st + c0, dvp, w.x + c0, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
+  const int64_t dk = p.key_dim, dvp = cx.dvp, ld = cx.ld, cols = c1 - c0;
+  Gemm(2 * n, cols, dk, r.scaled, cx.dkp, st + c0, ld, w.x + c0, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
   SolveRows(n, c0, c1, dvp, r, w);
   Gemm(n, cols, n, r.gram + n * C, C, w.vp + c0, dvp, w.x + n * dvp + c0, dvp, true, 1.0f,
        Triangle::kLowerA);                                                    // O = X_bottom + P V'
-  Gemm(dk, cols, n, r.kt, C, w.vp + c0, dvp, st + c0, dvp, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + (Kᵀ⊙decay) V'
+  Gemm(dk, cols, n, r.kt, C, w.vp + c0, dvp, st + c0, ld, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + (Kᵀ⊙decay) V'
   const int64_t c_end = std::min(c1, p.value_dim), stride = p.out.strides[2];
   for (int64_t i = 0; i < n; ++i) {
     TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
@@ -81,49 +82,49 @@ TS* StateHead(const TensorView& v, int64_t b, int64_t h) {
   return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1];
 }
 
-// Columns [c0, c1) of st = S0ᵀ of (b, h) in fp32 (columns >= Dv zero): the row read_slot[b] of initialState, or
-// zeros for a sequence that starts from the zero state.
+// Columns [c0, c1) of st = S0ᵀ of (b, h) in fp32, rows ld apart (columns >= Dv zero): the row read_slot[b] of
+// initialState, or zeros for a sequence that starts from the zero state.
 template <class TS>
-void StageColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_t c0, int64_t c1, float* st) {
+void StageColumns(const GdrProblem& p, int64_t ld, int64_t b, int64_t h, int64_t c0, int64_t c1, float* st) {
   const int64_t dv = p.value_dim, r_end = std::min(c1, dv);
   if (p.read_slot[b] < 0) {
     for (int64_t c = 0; c < p.key_dim; ++c)
-      for (int64_t r = c0; r < c1; ++r) st[c * dvp + r] = 0.0f;
+      for (int64_t r = c0; r < c1; ++r) st[c * ld + r] = 0.0f;
     return;
   }
   const TS* in = StateHead<TS>(p.state_in, p.read_slot[b], h);
   if (r_end > c0)  // (core/simd_matrix_copy-inl.h: a value-major state moves in 8 x 8 register tiles)
     LoadMatrixF32(in + c0 * p.state_in.strides[2], p.state_in.strides[3], p.state_in.strides[2], p.key_dim,
-                  r_end - c0, st + c0, dvp);
+                  r_end - c0, st + c0, ld);
   for (int64_t c = 0; c < p.key_dim; ++c)
-    for (int64_t r = std::max(c0, dv); r < c1; ++r) st[c * dvp + r] = 0.0f;
+    for (int64_t r = std::max(c0, dv); r < c1; ++r) st[c * ld + r] = 0.0f;
 }
 
-// Columns [c0, c1) of st (Sᵀ) rounded into row `row` of `dst` (finalState or the snapshots), head h.
+// Columns [c0, c1) of st (Sᵀ, rows ld apart) rounded into row `row` of `dst` (finalState or the snapshots), head h.
 template <class TD>
-void StoreColumnsTo(const GdrProblem& p, int64_t dvp, const TensorView& dst, int64_t row, int64_t h, int64_t c0,
+void StoreColumnsTo(const GdrProblem& p, int64_t ld, const TensorView& dst, int64_t row, int64_t h, int64_t c0,
                     int64_t c1, const float* st) {
   TD* out = StateHead<TD>(dst, row, h);
   const int64_t r_end = std::min(c1, p.value_dim);
   if (r_end > c0)
-    StoreMatrixF32(st + c0, dvp, p.key_dim, r_end - c0, out + c0 * dst.strides[2], dst.strides[3], dst.strides[2]);
+    StoreMatrixF32(st + c0, ld, p.key_dim, r_end - c0, out + c0 * dst.strides[2], dst.strides[3], dst.strides[2]);
 }
 
 // The final Sᵀ of (b, h) into finalState.
 template <class TS>
-void StoreColumns(const GdrProblem& p, int64_t dvp, int64_t b, int64_t h, int64_t c0, int64_t c1, const float* st) {
-  StoreColumnsTo<TS>(p, dvp, p.state_out, p.final_slot[b], h, c0, c1, st);
+void StoreColumns(const GdrProblem& p, int64_t ld, int64_t b, int64_t h, int64_t c0, int64_t c1, const float* st) {
+  StoreColumnsTo<TS>(p, ld, p.state_out, p.final_slot[b], h, c0, c1, st);
 }
 
 // After the chunk of sequence b that ends at token offset `end`: its snapshot, when one falls there.
-void StoreSnapshot(const GdrProblem& p, int64_t dvp, int64_t b, int64_t end, int64_t h, int64_t c0, int64_t c1,
+void StoreSnapshot(const GdrProblem& p, int64_t ld, int64_t b, int64_t end, int64_t h, int64_t c0, int64_t c1,
                    const float* st) {
   const int64_t row = p.checkpoint_row(b, end);
   if (row < 0) return;
   if (p.checkpoints.dtype == DType::kBF16) {
-    StoreColumnsTo<hwy::bfloat16_t>(p, dvp, p.checkpoints, row, h, c0, c1, st);
+    StoreColumnsTo<hwy::bfloat16_t>(p, ld, p.checkpoints, row, h, c0, c1, st);
   } else {
-    StoreColumnsTo<float>(p, dvp, p.checkpoints, row, h, c0, c1, st);
+    StoreColumnsTo<float>(p, ld, p.checkpoints, row, h, c0, c1, st);
   }
 }
 
@@ -156,9 +157,9 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
   float* cursor = scratch + gdr_carve_pack(scratch, cx.dkp, &s);
   cursor += gdr_carve_record(cursor, cx.dkp, cx.dvp, &r);
   float* staged = cursor + gdr_carve_pass(cursor, cx.dvp, &w);
-  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.dvp);
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.ld);
   for (int64_t h = h_begin; h < h_end; ++h)
-    StageColumns<TS>(p, cx.dvp, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
+    StageColumns<TS>(p, cx.ld, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
   const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
   for (int64_t t0 = t_begin; t0 < t_end; t0 += C) {
     const int64_t n = std::min(C, t_end - t0);
@@ -166,17 +167,17 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
       if (h + 1 < h_end) {
         PrefetchChunk<TA>(p, h + 1, t0, n);
         const char* next_state = reinterpret_cast<const char*>(staged + (h + 1 - h_begin) * state_floats);
-        for (int64_t off = 0; off < p.key_dim * cx.dvp * 4; off += 64) hwy::Prefetch(next_state + off);
+        for (int64_t off = 0; off < p.key_dim * cx.ld * 4; off += 64) hwy::Prefetch(next_state + off);
       } else if (t0 + C < t_end) {  // the next chunk's rows of the first head
         PrefetchChunk<TA>(p, h_begin, t0 + C, std::min(C, t_end - t0 - C));
       }
       PrepareChunk<TA>(cx, h, t0, n, s, r);
       StatePass<TA>(cx, h, t0, n, r, w, staged + (h - h_begin) * state_floats, 0, cx.dvp);
-      StoreSnapshot(p, cx.dvp, b, t0 + n - t_begin, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
+      StoreSnapshot(p, cx.ld, b, t0 + n - t_begin, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
     }
   }
   for (int64_t h = h_begin; h < h_end; ++h)
-    StoreColumns<TS>(p, cx.dvp, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
+    StoreColumns<TS>(p, cx.ld, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
 }
 
 // Items [begin, end) of B x Nv (sequence-major), grouped by sequence.
@@ -200,7 +201,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
               float* shared) {
   const GdrProblem& p = *cx.p;
   const int64_t nv = p.num_value_heads, items = p.batch * nv, blocks = plan.column_blocks;
-  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.dvp);
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.ld);
   GdrChunkRecord probe;
   const int64_t record_floats = gdr_carve_record(nullptr, cx.dkp, cx.dvp, &probe);
   float* staged = shared;
@@ -219,7 +220,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
       columns(u % blocks, &c0, &c1);
-      StageColumns<TS>(p, cx.dvp, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
+      StageColumns<TS>(p, cx.ld, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
     }
   });
   int64_t max_chunks = 0;
@@ -264,7 +265,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
           const int64_t n = std::min(C, p.seq_start[b + 1] - t0);
           StatePass<TA>(cx, item % nv, t0, n, record(first_slot[item] + c - w0), w, staged + item * state_floats,
                         c0, c1);
-          StoreSnapshot(p, cx.dvp, b, t0 + n - p.seq_start[b], item % nv, c0, c1, staged + item * state_floats);
+          StoreSnapshot(p, cx.ld, b, t0 + n - p.seq_start[b], item % nv, c0, c1, staged + item * state_floats);
         }
       }
     });
@@ -273,7 +274,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
       columns(u % blocks, &c0, &c1);
-      StoreColumns<TS>(p, cx.dvp, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
+      StoreColumns<TS>(p, cx.ld, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
     }
   });
 }
@@ -284,6 +285,7 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   cx.p = &plan.problem;
   cx.dkp = gdr_pad16(plan.problem.key_dim);
   cx.dvp = gdr_pad16(plan.problem.value_dim);
+  cx.ld = gdr_state_row_stride(cx.dvp);
   cx.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
   if (plan.split_chunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   parallel_parts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {

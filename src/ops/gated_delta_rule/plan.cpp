@@ -115,7 +115,7 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
   const GdrProblem& p = plan->problem;
   const int max_threads = num_threads();
   const int64_t dkp = gdr_pad16(p.key_dim), dvp = gdr_pad16(p.value_dim);
-  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, dvp);
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, gdr_state_row_stride(dvp));
   int64_t chunks = 0;
   for (int64_t b = 0; b < p.batch; ++b) chunks += (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk * p.num_value_heads;
   const char* env = std::getenv("TXOPS_GDR_SPLIT");
@@ -172,7 +172,7 @@ void plan_common(GdrPlan* plan, Isa isa) {
     GdrPassScratch w;
     plan->scratch_floats = gdr_carve_pack(nullptr, dkp16, &s) + gdr_carve_record(nullptr, dkp16, dvp16, &r) +
                            gdr_carve_pass(nullptr, dvp16, &w) +
-                           staged_heads * gdr_staged_state_floats(p.key_dim, dvp16);
+                           staged_heads * gdr_staged_state_floats(p.key_dim, gdr_state_row_stride(dvp16));
     int64_t total_cost = 0;
     for (int64_t c : costs) total_cost += c;
     plan_chunk_mode(plan, largest, total_cost);
