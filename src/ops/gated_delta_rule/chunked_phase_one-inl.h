@@ -114,6 +114,37 @@ void PackKeys(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const G
   TransposeKeys(n, dkp, s.kq, s.kt);
 }
 
+// out[i] = e^(x0 + sign·cum[i]) rounded to fp32, i in [0, n) (sign ±1, so the argument is x0 ± cum[i] rounded
+// once, as the scalar sum would be). Double vectors through Highway's Exp (about 1 ulp of double; the fp32 results
+// are those of std::exp but for ties of the last rounding) instead of a libm call per token, which took about half
+// of the packing. The argument is clamped to [-1100, 100] (beyond, e^x is 0 or above FLT_MAX either way; Highway's
+// Exp turns it into an integer, which must stay in range) and a NaN stays NaN. The last partial vector goes through
+// a padded copy, so every element takes the same path.
+HWY_INLINE void ExpOfCumulative(const double* cum, int64_t n, double x0, double sign, float* out) {
+#if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dh;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(dd));
+  auto one = [&](const double* src, float* dst) {
+    const auto x = hn::MulAdd(hn::Set(dd, sign), hn::LoadU(dd, src), hn::Set(dd, x0));
+    const auto nan = hn::IsNaN(x);
+    const auto clamped = hn::Min(hn::Max(hn::IfThenZeroElse(nan, x), hn::Set(dd, -1100.0)), hn::Set(dd, 100.0));
+    hn::StoreU(hn::DemoteTo(dh, hn::IfThenElse(nan, x, hn::Exp(dd, clamped))), dh, dst);
+  };
+  int64_t i = 0;
+  for (; i + N <= n; i += N) one(cum + i, out + i);
+  if (i < n) {
+    HWY_ALIGN double src[8] = {};
+    HWY_ALIGN float dst[8];
+    std::memcpy(src, cum + i, static_cast<size_t>(n - i) * sizeof(double));
+    one(src, dst);
+    std::memcpy(out + i, dst, static_cast<size_t>(n - i) * sizeof(float));
+  }
+#else
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::exp(x0 + sign * cum[i]));
+#endif
+}
+
 // Packs tokens [t0, t0 + n) of value head h (its key head's rows already in s.kq): G, e^G, β (scratch), the scaled
 // rows, β⊙V and the decays (record).
 template <class TA>
@@ -125,21 +156,22 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   const int64_t dkp = cx.dkp;
   double g_sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t t = t0 + i;
-    s.beta[i] = LoadScalarF32(Element<TA>(p.beta, t, h));
-    g_sum += p.has_g ? static_cast<double>(*Element<float>(p.g, t, h)) : 0.0;
+    s.beta[i] = LoadScalarF32(Element<TA>(p.beta, t0 + i, h));
+    g_sum += p.has_g ? static_cast<double>(*Element<float>(p.g, t0 + i, h)) : 0.0;
     s.cum[i] = g_sum;
-    s.gamma[i] = static_cast<float>(std::exp(g_sum));
-    LoadRow(Element<TA>(p.value, t, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
+  }
+  ExpOfCumulative(s.cum, n, 0.0, 1.0, s.gamma);                 // e^{G_i}
+  ExpOfCumulative(s.cum, n, s.cum[n - 1], -1.0, r.decay);       // e^{G_last - G_i}
+  for (int64_t i = n; i < C; ++i) r.decay[i] = 0.0f;
+  ExpOfCumulative(s.cum + n - 1, 1, 0.0, 1.0, r.decay + C);     // e^{G_last}
+  for (int64_t i = 0; i < n; ++i) {
+    LoadRow(Element<TA>(p.value, t0 + i, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
     const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i] * p.scale);
     for (int64_t j = 0; j < dkp; j += N) {
       hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + i * dkp + j), kscale), df, r.scaled + i * dkp + j);
       hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + (n + i) * dkp + j), qscale), df, r.scaled + (n + i) * dkp + j);
     }
   }
-  for (int64_t i = 0; i < n; ++i) r.decay[i] = static_cast<float>(std::exp(s.cum[n - 1] - s.cum[i]));
-  for (int64_t i = n; i < C; ++i) r.decay[i] = 0.0f;
-  r.decay[C] = static_cast<float>(std::exp(s.cum[n - 1]));
 }
 
 #if HWY_TARGET == HWY_AVX3
@@ -175,10 +207,24 @@ inline void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gr
 }
 #endif
 
-// s.diff[j] = G_i − G_j for j <= i, 0 for i < j < np (row i of the decay exponents Γ_ij = e^{G_i − G_j}).
+// s.diff[j] = G_i − G_j for j <= i, 0 for i < j < np (row i of the decay exponents Γ_ij = e^{G_i − G_j}), the
+// double difference rounded to fp32, in double vectors (np <= C: the loads stay inside s.cum; lanes past row i,
+// whatever s.cum holds there, are masked to zero).
 inline void RowDifferences(const GdrPackScratch& s, int64_t i, int64_t np) {
+#if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dh;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(dd));
+  const auto gi = hn::Set(dd, s.cum[i]);
+  for (int64_t j = 0; j < np; j += N) {
+    const auto keep = hn::FirstN(dd, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
+    const auto diff = hn::IfThenElseZero(keep, hn::Sub(gi, hn::LoadU(dd, s.cum + j)));
+    hn::StoreU(hn::DemoteTo(dh, diff), dh, s.diff + j);
+  }
+#else
   for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
   for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
+#endif
 }
 
 // e^d per lane; NaN stays NaN (Highway's scalar Exp converts its argument to int: a NaN gate would be UB there).
