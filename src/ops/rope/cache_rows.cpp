@@ -48,7 +48,9 @@ void gather_rows(const CacheJob& job, int64_t t0, int64_t t1, E* cos_rows, E* si
   }
 }
 
-// Channels [rotary_dim, head_size) of every head of tokens [t0, t1), copied in -> out.
+// Channels [rotary_dim, head_size) of every head of tokens [t0, t1), copied in -> out. memmove, not memcpy:
+// strided views that share memory are not judged by the overlap check (core/view_checks.h), so a caller may
+// hand an out that overlaps in; the values are then unspecified, but the copy must stay defined behaviour.
 void copy_pass_channels(const CacheJob& job, const CacheSide& side, int64_t t0, int64_t t1) {
   const size_t esize = dtype_size(job.config.x_dtype);
   const int64_t first = job.config.width, count = job.head_size - first;
@@ -59,11 +61,11 @@ void copy_pass_channels(const CacheJob& job, const CacheSide& side, int64_t t0, 
       const char* in = static_cast<const char*>(side.in) + in_at * static_cast<int64_t>(esize);
       char* out = static_cast<char*>(side.out) + out_at * static_cast<int64_t>(esize);
       if (side.in_step == 1 && side.out_step == 1) {
-        std::memcpy(out, in, static_cast<size_t>(count) * esize);
+        std::memmove(out, in, static_cast<size_t>(count) * esize);
         continue;
       }
       for (int64_t j = 0; j < count; ++j) {
-        std::memcpy(out + j * side.out_step * static_cast<int64_t>(esize),
+        std::memmove(out + j * side.out_step * static_cast<int64_t>(esize),
                     in + j * side.in_step * static_cast<int64_t>(esize), esize);
       }
     }
