@@ -1,7 +1,7 @@
-// dev/conv_speed.cpp — throwaway: txops::causal_conv1d_fn on one (1, T, dim) bf16 sequence, K = 4, with SiLU and
+// dev/conv/speed.cpp — throwaway: txops::causal_conv1d_fn on one (1, T, dim) bf16 sequence, K = 4, with SiLU and
 // without, best wall time of `reps` (1 thread unless TXOPS_NUM_THREADS), and an FNV-1a hash of y, so a kernel change
 // can be timed in cache (small T) and from memory (large T) and its bits compared.
-// Usage: g++ -O2 -std=c++17 -march=native -fopenmp -Iinclude -Isrc dev/conv_speed.cpp build/libtxops_internal.a -lhwy
+// Usage: g++ -O2 -std=c++17 -march=native -fopenmp -Iinclude -Isrc dev/conv/speed.cpp build/libtxops_internal.a -lhwy
 //        -o build/dev_conv_speed && build/dev_conv_speed [T] [dim] [reps]
 #include <algorithm>
 #include <chrono>
