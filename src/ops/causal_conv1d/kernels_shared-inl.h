@@ -35,36 +35,45 @@ using VF = hn::Vec<DF>;
 constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
 
 // SiLU v / (1 + e^-v). e^-v = 2^z, z = -v log2(e) clamped to [-126, 126] (2^126 < FLT_MAX; beyond, SiLU is v or
-// -0 to fp32 precision), split z = n + f with n an integer nearest to z, |f| <= 1/2: 2^f by its
-// degree-6 Taylor polynomial (relative error < 1.3e-7), 2^n by the exponent bits; 1/(1 + 2^z) by the hardware
-// reciprocal and one Newton step (~1e-7). n comes from adding 1.5 * 2^23 + 127: the sum's low mantissa bits are
-// then n + 127, already the biased exponent, so one shift makes 2^n (four operations where Round and a float to
-// int conversion took nine). A NaN v stays NaN (the clamps turn z into a number; v carries the NaN into the
-// product). Highway's Exp and a division cost three times as much; even so, this is most of the conv's
-// arithmetic, which on AVX2 bounds it before memory does (README.md, "Speed").
+// -0 to fp32 precision), split z = n + f with n an integer nearest to z, |f| <= 1/2: 2^f by a degree-5 minimax
+// polynomial (relative error 7.5e-8; 2.4e-7 evaluated in fp32, as the degree-6 Taylor polynomial it replaces, one
+// operation fewer), 2^n by the exponent; 1/(1 + 2^z) by the hardware reciprocal and one Newton step (~1e-7).
+// AVX-512: f in one vreduceps (z minus z rounded to nearest even) and 2^f * 2^n in one vscalefps. AVX2: n comes from
+// adding 1.5 * 2^23 + 127: the sum's low mantissa bits are then n + 127, already the biased exponent, so one shift
+// makes 2^n (four operations where Round and a float to int conversion took nine). A NaN v stays NaN (the clamps
+// turn z into a number; v carries the NaN into the product). Highway's Exp and a division cost three times as
+// much; even so, this is most of the conv's arithmetic, which on AVX2 bounds it before memory does (README.md,
+// "Speed"). Every path of one target calls this, so all give the same bits.
 HWY_INLINE VF Silu(DF df, VF v) {
 #if HWY_TARGET == HWY_SCALAR  // one lane: the libm functions
   const float s = hn::GetLane(v);
   return hn::Set(df, s / (1.0f + std::exp(std::min(-s, 88.0f))));
 #else
-  const hn::RebindToUnsigned<DF> du;
   VF z = hn::Mul(v, hn::Set(df, -1.44269504088896341f));
   z = hn::Min(hn::Max(z, hn::Set(df, -126.0f)), hn::Set(df, 126.0f));
+#if HWY_TARGET == HWY_AVX3
+  const VF f{_mm512_reduce_ps(z.raw, 0)};  // z - round(z): imm 0 = no fraction bits, nearest even
+  const VF n = hn::Sub(z, f);
+#else
+  const hn::RebindToUnsigned<DF> du;
   const VF magic = hn::Set(df, 12583039.0f);  // 1.5 * 2^23 + 127: exact, and ulp 1 for |z| <= 126
   const VF shifted = hn::Add(z, magic);        // z rounded to an integer (a tie goes to odd n: magic is odd)
   const VF f = hn::Sub(z, hn::Sub(shifted, magic));
-  // 2^f on [-1/2, 1/2]: the Taylor coefficients c_k = (ln 2)^k / k! of e^(f ln 2), evaluated as
-  // ((c6 f^2 + c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0: one operation more than Horner's rule but 15 cycles
-  // deep instead of 24, and the conv's SiLU pass is bound by that latency.
+#endif
+  // 2^f on [-1/2, 1/2]: ((c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0, two chains of three instead of Horner's
+  // five deep.
   const VF f2 = hn::Mul(f, f);
-  const VF p01 = hn::MulAdd(f, hn::Set(df, 6.9314718055994531e-1f), hn::Set(df, 1.0f));
-  const VF p23 = hn::MulAdd(f, hn::Set(df, 5.5504108664821580e-2f), hn::Set(df, 2.4022650695910071e-1f));
-  const VF p45 = hn::MulAdd(f, hn::Set(df, 1.3333558146428443e-3f), hn::Set(df, 9.6181291076284772e-3f));
-  VF poly = hn::MulAdd(f2, hn::Set(df, 1.5403530393381609e-4f), p45);
-  poly = hn::MulAdd(poly, f2, p23);
+  const VF p01 = hn::MulAdd(f, hn::Set(df, 0.6931469440460205f), hn::Set(df, 1.0000001192092896f));
+  const VF p23 = hn::MulAdd(f, hn::Set(df, 0.05550713092088699f), hn::Set(df, 0.24022120237350464f));
+  const VF p45 = hn::MulAdd(f, hn::Set(df, 0.0013276472454890609f), hn::Set(df, 0.009675541892647743f));
+  VF poly = hn::MulAdd(p45, f2, p23);
   poly = hn::MulAdd(poly, f2, p01);
+#if HWY_TARGET == HWY_AVX3
+  const VF d = hn::Add(VF{_mm512_scalef_ps(poly.raw, n.raw)}, hn::Set(df, 1.0f));  // 1 + 2^f 2^n
+#else
   const VF scale = hn::BitCast(df, hn::ShiftLeft<23>(hn::BitCast(du, shifted)));  // 2^n: bits (n + 127) << 23
   const VF d = hn::MulAdd(poly, scale, hn::Set(df, 1.0f));                        // 1 + 2^z
+#endif
   VF r = hn::ApproximateReciprocal(d);
   r = hn::Mul(r, hn::NegMulAdd(d, r, hn::Set(df, 2.0f)));  // r (2 - d r)
   return hn::Mul(v, r);
