@@ -88,7 +88,7 @@ template <class T>
 void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t K = p.width, width = std::min(p.dim, kConvChannelChunk), stride = (width + N - 1) / N * N;
+  const int64_t K = p.width, stride = (p.channel_chunk + N - 1) / N * N;
   const Typed<T> v(p);
   float* ring = scratch;               // K rows
   float* w = ring + K * stride;        // K rows
@@ -176,7 +176,7 @@ HWY_AFTER_NAMESPACE();
 
 namespace txops {
 int64_t conv_scratch_floats(const ConvProblem& p) {
-  const int64_t width = std::min(p.dim, kConvChannelChunk), stride = (width + 15) / 16 * 16;  // whole vectors
+  const int64_t stride = (p.channel_chunk + 15) / 16 * 16;  // whole vectors
   const int64_t staged = (2 * p.width + 2) * stride;       // the staged path: 2K + 2 fp32 rows
   const int64_t segment = 2 * (kConvSegment + 2 * 16);    // the token-contiguous path: carry + segment, out
   // The contiguous path: K + 1 fp32 rows over all channels (weights, bias), the accumulators, and K rows of T

@@ -2,8 +2,8 @@
 // CANN's (B, L, dim) and varlen (T, dim) layouts), Highway AVX3 / AVX2 / SCALAR.
 //
 // No staging of x: window rows are read straight from it (the rows of the last K tokens are in cache); the weights
-// and the bias are converted to fp32 once per call and thread, for all channels. Channel super-blocks
-// (kConvSuperBlock) go outside, tokens inside. Per group of kTokens tokens and block of kConvAccBlock channels,
+// and the bias are converted to fp32 once per call and thread, for all channels. Tokens go outside, the item's
+// channels (whole rows) inside. Per group of kTokens tokens and block of kConvAccBlock channels,
 // pass (a) computes the accumulators, kTokens per channel group sharing its K weight vectors (7 row loads for 4
 // outputs at K = 4), into an fp32 buffer that stays in L1; pass (b) applies the activation and rounds into y.
 // Split so, pass (b) is a short loop of independent iterations that the out-of-order core overlaps by the dozen;
@@ -186,9 +186,9 @@ void ContiguousBlock(const T* const* rows, const T* const* ahead, const float* w
 }
 
 // Tokens per group: kConvTokenGroup (problem.h; 2 ran 1.2-1.5x slower: 10 row loads per 4 outputs instead of 7); x
-// rows are prefetched this many tokens ahead (two groups); channels per super-block (below).
+// rows are prefetched this many tokens ahead (two groups).
 constexpr int kGroup = kConvTokenGroup;
-constexpr int64_t kPrefetchTokens = 2 * kGroup, kConvSuperBlock = 1024;
+constexpr int64_t kPrefetchTokens = 2 * kGroup;
 
 template <class T, int K, bool kSilu>
 void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch) {
@@ -233,17 +233,16 @@ void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v,
     for (int u = 0; u < kTokens; ++u) ys[u] = yb + (t + u) * p.y_token_stride;
     ContiguousBlock<T, K, kSilu, kTokens>(rows, ahead, w + c0, wpad, bias + c0, ys, cb, nb, p.stream_y, acc);
   };
-  // Super-blocks of channels outside, tokens inside: a super-block's weights (fp32, 20 KB at K = 4) and window rows
-  // stay in L1 / L2 while x is still read in runs of 2 KB (bf16) that the memory system streams well.
-  for (int64_t sb = 0; sb < nc; sb += kConvSuperBlock) {
-    const int64_t se = std::min(nc, sb + kConvSuperBlock);
-    auto blocks = [&](auto tokens_tag, int64_t t) {
-      for (int64_t cb = sb; cb < se; cb += kConvAccBlock) run(tokens_tag, t, cb, std::min(kConvAccBlock, se - cb));
-    };
-    int64_t t = it.token_begin;
-    for (; t + kGroup <= it.token_end; t += kGroup) blocks(std::integral_constant<int, kGroup>(), t);
-    for (; t < it.token_end; ++t) blocks(std::integral_constant<int, 1>(), t);
-  }
+  // Tokens outside, channels inside: each x row is read as one run of the item's width (whole rows, plan.cpp), which
+  // the memory system streams best; the window rows of a token group (7 rows at K = 4, 112 KB for 8192 bf16
+  // channels) and the fp32 weights stay in L2. (Super-blocks of 1024 channels outside the token loop, with x read
+  // in 2 KB runs of each row, kept the weights in L1 but ran 15-25 % slower from memory: conv README.)
+  auto blocks = [&](auto tokens_tag, int64_t t) {
+    for (int64_t cb = 0; cb < nc; cb += kConvAccBlock) run(tokens_tag, t, cb, std::min(kConvAccBlock, nc - cb));
+  };
+  int64_t t = it.token_begin;
+  for (; t + kGroup <= it.token_end; t += kGroup) blocks(std::integral_constant<int, kGroup>(), t);
+  for (; t < it.token_end; ++t) blocks(std::integral_constant<int, 1>(), t);
   // The sequence's only reader of these history channels is done with them: write the line back while it is in
   // cache (every sequence has a first item: plan.cpp sets this only when no length is zero).
   if (p.write_back_in_pass1 && it.token_begin == 0) WriteBackChannels(p, v, b, c0, it.channel_end);

@@ -33,14 +33,30 @@ struct ConvPlan {
   int64_t write_back_items = 0, scratch_bytes = 0;
 };
 
+// Channels per pass-1 item. Channel-first data streams per channel: a few channels over all tokens. Channel-contiguous
+// rows are read whole (up to kConvRowChunk channels, split evenly beyond), one run per token that the memory system
+// streams at full speed (runs of a part of each row ran 15-25 % slower from memory, conv README), unless there are
+// too few token chunks to give every thread an item: then the rows are split into as many parts as threads. The
+// staged path keeps kConvChannelChunk. Item channel starts stay multiples of 32 (problem.h, conv_weight_stride).
+int64_t conv_channel_chunk(const ConvProblem& p, ConvPath path) {
+  if (path == ConvPath::kTokenContiguous) return kConvTokenContiguousChannels;
+  if (path == ConvPath::kStaged) return std::min(p.dim, kConvChannelChunk);
+  int64_t token_items = 0, elements = 0;
+  for (int64_t L : p.length) token_items += (L + kConvTokenChunk - 1) / kConvTokenChunk, elements += L * p.dim;
+  const int64_t threads = plan_threads(elements, kMinElementsPerThread);
+  const int64_t parts = std::max((p.dim + kConvRowChunk - 1) / kConvRowChunk, token_items >= threads ? 1 : threads);
+  const int64_t chunk = ((p.dim + parts - 1) / parts + 31) / 32 * 32;
+  return std::max<int64_t>(1, std::min(p.dim, chunk));
+}
+
 void plan_items(ConvPlan* plan) {
-  const ConvProblem& p = plan->problem;
+  ConvProblem& p = plan->problem;
   std::vector<int64_t> costs;
   int64_t elements = 0;
-  // Channel-first data streams per channel: items of a few channels over all tokens; else tokens x channels.
-  const bool per_channel = conv_path(p) == ConvPath::kTokenContiguous;
+  const ConvPath path = conv_path(p);
+  const bool per_channel = path == ConvPath::kTokenContiguous;
   const int64_t token_chunk = per_channel ? INT64_MAX : kConvTokenChunk;
-  const int64_t channel_chunk = per_channel ? kConvTokenContiguousChannels : kConvChannelChunk;
+  const int64_t channel_chunk = p.channel_chunk = conv_channel_chunk(p, path);
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t L = p.length[b];
     for (int64_t t0 = 0; t0 < L; t0 += std::min(token_chunk, L - t0)) {

@@ -28,11 +28,13 @@ struct ConvProblem {
   std::vector<int64_t> history_row;  // first state row of its K-1 history rows, or -1: a zero history
   bool stream_y = false;             // y is large: the channel-contiguous path writes it with streaming stores
   bool write_back_in_pass1 = false;  // the channel-contiguous path writes each line back itself (no pass 2)
+  int64_t channel_chunk = 0;         // pass 1 items' channels at most (plan.cpp, conv_channel_chunk)
 };
 
 // The work is done in two passes, each over its own items (the plan partitions them over threads):
-//  1. y: items of up to kConvTokenChunk tokens of one sequence and up to kConvChannelChunk channels, so that each
-//     token row is read and written as one contiguous run (the memory streams linearly); a chunk's first K-1
+//  1. y: items of up to kConvTokenChunk tokens of one sequence and up to channel_chunk channels (whole rows of up to
+//     kConvRowChunk channels on the channel-contiguous path, kConvChannelChunk on the others), so that each token
+//     row is read and written as one contiguous run (the memory streams linearly); a chunk's first K-1
 //     window rows are the previous tokens of the sequence, or for its first chunk the history (state rows or
 //     zeros). Reads the states, writes only y.
 //  2. the state write-back: items of one sequence's kConvStateBlock channels; each saves the history rows it
@@ -40,9 +42,9 @@ struct ConvProblem {
 //     does this itself at the end of each sequence's first token chunk (the only reader of the history; lines are
 //     not shared), while the rows are in cache, when no sequence is empty (write_back_in_pass1); then there is no
 //     pass 2.
-constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvStateBlock = 512;
+constexpr int64_t kConvTokenChunk = 128, kConvChannelChunk = 4096, kConvRowChunk = 8192, kConvStateBlock = 512;
 // Pass 1 has three code paths, chosen by the layout (all give the same bits): channel-contiguous rows (CANN's
-// layouts: items of kConvTokenChunk tokens x kConvChannelChunk channels), token-contiguous channels (transformers'
+// layouts: items of kConvTokenChunk tokens x whole rows), token-contiguous channels (transformers'
 // channel-first (B, dim, L): items of kConvTokenContiguousChannels channels x all tokens, streamed per channel in
 // segments of kConvSegment tokens), anything else staged row by row.
 enum class ConvPath { kChannelContiguous, kTokenContiguous, kStaged };
@@ -61,7 +63,7 @@ struct ConvItem {
 };
 
 // fp32 scratch floats pass 1 needs per thread: the K-row window ring, the K weight rows, the bias and y, each
-// kConvChannelChunk wide (or dim, when smaller), padded to whole vectors.
+// channel_chunk wide, padded to whole vectors.
 int64_t conv_scratch_floats(const ConvProblem& p);
 
 using ConvForwardFn = void(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch);
