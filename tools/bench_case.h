@@ -52,6 +52,10 @@ class BenchCase {
   double state_bytes = 0;  // GDR decode: read + write of each state touched, once per token
   int64_t tokens = 0;      // GDR: tokens per call
   std::string check_note;  // how much of the output the reference covers, when not all of it
+  // Ops that update a slice of every row in place (the partial rotary ops): bytes [slice_lo, slice_hi) of each of
+  // slice_rows rows of slice_row_bytes. The bench then also runs the same pattern as a probe (probes.h,
+  // probe_slice) and judges the case by the lower of the copy limit and that probe.
+  size_t slice_rows = 0, slice_row_bytes = 0, slice_lo = 0, slice_hi = 0;
 };
 
 struct CaseSpec {

@@ -41,6 +41,10 @@ void print_table_row(FILE* out, const CaseResult& r) {
     std::fprintf(out, "    %.3g tokens/s; fp32 FMA peak %.1f GFLOP/s, bf16 dot peak %.1f GFLOP/s%s%s\n",
                  r.tokens_per_s, r.limit_gflops, r.bf16_dot_gflops, r.check_note.empty() ? "" : "; ",
                  r.check_note.c_str());
+  if (r.slice_gbps > 0)
+    std::fprintf(out, "    slice probe (%s) %.2f GB/s = %.1f%% of copy; the op: %.1f%% of the lower of the two\n",
+                 r.slice_pattern.c_str(), r.slice_gbps, r.limit_gbps > 0 ? 100 * r.slice_gbps / r.limit_gbps : 0.0,
+                 100 * r.slice_ratio);
   if (!r.passed) std::fprintf(out, "    failure: %s\n", r.message.c_str());
 }
 
@@ -91,11 +95,13 @@ const char* kind_name(CaseKind k) {
 
 double judged_ratio(const CaseResult& r) {
   if (r.kind == CaseKind::kGdrDecode) return r.state_ratio;
+  if (r.slice_gbps > 0) return r.slice_ratio;
   return counts_flops(r.kind) ? r.flops_ratio : r.ratio;
 }
 
 const char* judged_limit(const CaseResult& r) {
   if (r.kind == CaseKind::kGdrDecode) return "copy (state traffic)";
+  if (r.slice_gbps > 0) return r.slice_gbps < r.limit_gbps ? "slice probe" : "copy";
   return counts_flops(r.kind) ? "fp32 FMA peak" : "copy";
 }
 
@@ -145,6 +151,9 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
         << ", \"bf16_dot_gflops\": " << number(r.bf16_dot_gflops) << ", \"tokens_per_s\": " << number(r.tokens_per_s);
     if (r.kind == CaseKind::kGdrDecode)
       o << ", \"state_gbps\": " << number(r.state_gbps) << ", \"state_ratio\": " << number(r.state_ratio);
+    if (r.slice_gbps > 0)
+      o << ", \"slice_gbps\": " << number(r.slice_gbps) << ", \"slice_ratio\": " << number(r.slice_ratio)
+        << ", \"slice_pattern\": " << quoted(r.slice_pattern);
     if (r.has_overhead)
       o << ", \"aclnn_call_s\": " << number(r.aclnn_call_s) << ", \"cpp_call_s\": " << number(r.cpp_call_s)
         << ", \"aclnn_overhead_s\": " << number(r.aclnn_overhead_s)

@@ -29,6 +29,11 @@ struct CaseResult {
   // gated delta rule
   double flops = 0, state_bytes = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, tokens_per_s = 0;
   double state_gbps = 0, state_ratio = 0;  // decode
+  // in-place row-slice ops: the same-run probe of their access pattern (probe_slice), and gbps against the lower
+  // of it and limit_gbps (the ratio they are judged by)
+  double slice_gbps = 0, slice_ratio = 0;
+  std::string slice_pattern;  // e.g. "bytes [256, 384) of 384-byte rows"
+
   // per-call overhead (decode RoPE): medians of whole calls on the decode shape and on a minimal shape
   bool has_overhead = false;
   double aclnn_call_s = 0, cpp_call_s = 0, aclnn_overhead_s = 0, cpp_overhead_s = 0;
@@ -38,7 +43,8 @@ void print_table_header(FILE* out);
 void print_table_row(FILE* out, const CaseResult& r);
 void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s);
 // The fraction of its limit a case is judged by (FMA peak for the gated delta rule's prefill and backward, copy
-// bandwidth of the state traffic for its decode, copy bandwidth of all bytes otherwise) and that limit's name.
+// bandwidth of the state traffic for its decode, the lower of the copy bandwidth and the slice probe for the
+// in-place row-slice ops, copy bandwidth of all bytes otherwise) and that limit's name.
 double judged_ratio(const CaseResult& r);
 const char* judged_limit(const CaseResult& r);
 // One line per (suite, thread count): the worst judged ratio and its case, the median; a regression shows here.

@@ -87,6 +87,7 @@ void apply_limits(const BandwidthProbe& bw, const ComputeProbe* cp, CaseResult* 
     r->flops_ratio = cp->fma_gflops > 0 ? r->gflops / cp->fma_gflops : 0;
     r->tokens_per_s = r->tokens / r->time_min_s;
   }
+  if (r->slice_gbps > 0) r->slice_ratio = r->gbps / std::min(r->slice_gbps, r->limit_gbps);
   if (r->kind == CaseKind::kGdrDecode) {
     r->state_gbps = r->state_bytes / r->time_min_s * 1e-9;
     r->state_ratio = r->limit_gbps > 0 ? r->state_gbps / r->limit_gbps : 0;
@@ -157,6 +158,12 @@ void measure_case(const CaseSpec& spec, const Dims& dims, const BenchOptions& op
         r.reps = tm.reps;
         r.time_min_s = tm.min_s;
         r.time_median_s = tm.median_s;
+        if (bc->slice_rows > 0) {  // the op's own access pattern, on the same thread count, right after it
+          r.slice_gbps = probe_slice(t, bc->slice_rows, bc->slice_row_bytes, bc->slice_lo, bc->slice_hi,
+                                     options.quick ? 1 : 10);
+          r.slice_pattern = "bytes [" + std::to_string(bc->slice_lo) + ", " + std::to_string(bc->slice_hi) + ") of " +
+                            std::to_string(bc->slice_row_bytes) + "-byte rows, in place";
+        }
         if (minimal && bc->has_aclnn()) {
           const int calls = options.quick ? 200 : 5000;
           r.has_overhead = true;

@@ -201,6 +201,10 @@ class PartialRotaryCase : public BenchCase {
     reset();
     const double slice_bytes = static_cast<double>(B * S * N * (hi_ - lo_)) * dtype_size(dt);
     bytes = 2 * slice_bytes + tensor_bytes(cos_) + tensor_bytes(sin_);
+    slice_rows = static_cast<size_t>(B * S * N);
+    slice_row_bytes = static_cast<size_t>(D) * dtype_size(dt);
+    slice_lo = static_cast<size_t>(lo_) * dtype_size(dt);
+    slice_hi = static_cast<size_t>(hi_) * dtype_size(dt);
   }
   void compute_reference() override {
     reference::inplace_partial_rotary_mul(x0_.view, cos_.view, sin_.view, mode_, lo_, hi_, backward_, &ref_);

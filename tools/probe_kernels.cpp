@@ -1,10 +1,11 @@
 // probe_kernels.cpp — the inner loops of the machine-limit probes, one version per vector width, each
 // compiled for its ISA with a target attribute (the binary itself targets baseline x86-64) and chosen at run
-// time: copy with ordinary stores, copy with non-temporal stores, STREAM triad, independent-accumulator
-// FMA and vdpbf16ps loops. Arrays come from Buffer (64-byte aligned) and ranges are multiples of 16 floats
+// time: copy with ordinary stores, copy with non-temporal stores, STREAM triad, the in-place update of a byte slice
+// of every row, independent-accumulator FMA and vdpbf16ps loops. Arrays come from Buffer (64-byte aligned) and ranges are multiples of 16 floats
 // except possibly the last, whose tail is copied scalar.
 #include <immintrin.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "probes.h"
@@ -166,6 +167,42 @@ double fma_loop(long iterations, ProbeIsa isa, float* sink) {
   if (isa == ProbeIsa::kAvx512) return fma512(iterations, sink);
   if (isa == ProbeIsa::kAvx2) return fma256(iterations, sink);
   return fma_scalar(iterations, sink);
+}
+
+// Bytes [lo, hi) of rows [row_begin, row_end) (row_bytes apart) loaded and stored back in place, xor `key` (a
+// run-time zero: the pass cannot be optimised away and changes nothing).
+__attribute__((target("avx512f"))) void slice512(char* base, size_t row_bytes, size_t lo, size_t hi, size_t rb,
+                                                 size_t re, uint64_t key) {
+  const __m512i k = _mm512_set1_epi64(static_cast<long long>(key));
+  for (size_t r = rb; r < re; ++r) {
+    char* p = base + r * row_bytes;
+    size_t b = lo;
+    for (; b + 64 <= hi; b += 64)
+      _mm512_storeu_si512(p + b, _mm512_xor_si512(_mm512_loadu_si512(p + b), k));
+    for (; b < hi; ++b) p[b] = static_cast<char>(p[b] ^ static_cast<char>(key));
+  }
+}
+
+__attribute__((target("avx2"))) void slice256(char* base, size_t row_bytes, size_t lo, size_t hi, size_t rb,
+                                              size_t re, uint64_t key) {
+  const __m256i k = _mm256_set1_epi64x(static_cast<long long>(key));
+  for (size_t r = rb; r < re; ++r) {
+    char* p = base + r * row_bytes;
+    size_t b = lo;
+    for (; b + 32 <= hi; b += 32) {
+      __m256i* q = reinterpret_cast<__m256i*>(p + b);
+      _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), k));
+    }
+    for (; b < hi; ++b) p[b] = static_cast<char>(p[b] ^ static_cast<char>(key));
+  }
+}
+
+void slice_rmw(char* base, size_t row_bytes, size_t lo, size_t hi, size_t row_begin, size_t row_end, uint64_t key,
+               ProbeIsa isa) {
+  if (isa == ProbeIsa::kAvx512) return slice512(base, row_bytes, lo, hi, row_begin, row_end, key);
+  if (isa == ProbeIsa::kAvx2) return slice256(base, row_bytes, lo, hi, row_begin, row_end, key);
+  for (size_t r = row_begin; r < row_end; ++r)
+    for (size_t b = lo; b < hi; ++b) base[r * row_bytes + b] = static_cast<char>(base[r * row_bytes + b] ^ key);
 }
 
 // 16 independent accumulators of vdpbf16ps (each: 16 fp32 lanes += two bf16 products = 4 FLOPs per lane).

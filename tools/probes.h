@@ -6,6 +6,7 @@
 #define TXOPS_TOOLS_PROBES_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace txops {
@@ -32,6 +33,13 @@ BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes);
 // Array size the bench uses: 8x the last-level cache, at least 64 MiB, at most 512 MiB.
 size_t default_probe_array_bytes();
 
+// The memory pattern of an op that updates a slice of every row in place (InplacePartialRotaryMul(Grad)): bytes
+// [lo, hi) of each of `rows` rows of `row_bytes` read and written back, rows split over `threads` as balanced
+// ranges; GB/s of the slice bytes read + written (2 x rows x (hi - lo) / time), best of `passes` after a warm-up
+// pass, on a buffer of rows x row_bytes. What the memory system moves for it is whole lines (and what the
+// prefetchers add around them), so this can be well below the copy probe.
+double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t hi, int passes);
+
 // Median wall time of an empty parallel region on `threads` threads (the fork/join cost every multi-threaded
 // call pays; on an oversubscribed machine it includes waiting for a core).
 double probe_parallel_region(int threads, int reps);
@@ -47,6 +55,8 @@ void copy_streaming(float* dst, const float* src, size_t begin, size_t end, Prob
 void triad(float* a, const float* b, const float* c, float s, size_t begin, size_t end, ProbeIsa isa);
 // Runs `iterations` rounds of independent FMAs (or vdpbf16ps); returns FLOPs done. The sink defeats dead-code
 // elimination.
+void slice_rmw(char* base, size_t row_bytes, size_t lo, size_t hi, size_t row_begin, size_t row_end, uint64_t key,
+               ProbeIsa isa);
 double fma_loop(long iterations, ProbeIsa isa, float* sink);
 double bf16_dot_loop(long iterations, float* sink);  // requires AVX512_BF16
 
