@@ -32,8 +32,7 @@ struct CaseResult {
   // in-place row-slice ops: the same-run probe of their access pattern (probe_slice), and gbps against the lower
   // of it and limit_gbps (the ratio they are judged by)
   double slice_gbps = 0, slice_ratio = 0;
-  std::string slice_pattern;  // e.g. "bytes [256, 384) of 384-byte rows"
-
+  std::string slice_pattern;  // e.g. "bytes [256, 384) of 384-byte rows, in place"
   // per-call overhead (decode RoPE): medians of whole calls on the decode shape and on a minimal shape
   bool has_overhead = false;
   double aclnn_call_s = 0, cpp_call_s = 0, aclnn_overhead_s = 0, cpp_overhead_s = 0;

@@ -1,8 +1,8 @@
 // probe_kernels.cpp — the inner loops of the machine-limit probes, one version per vector width, each
 // compiled for its ISA with a target attribute (the binary itself targets baseline x86-64) and chosen at run
-// time: copy with ordinary stores, copy with non-temporal stores, STREAM triad, the in-place update of a byte slice
-// of every row, independent-accumulator FMA and vdpbf16ps loops. Arrays come from Buffer (64-byte aligned) and ranges are multiples of 16 floats
-// except possibly the last, whose tail is copied scalar.
+// time: copy with ordinary stores, copy with non-temporal stores, STREAM triad, the in-place update of a byte
+// slice of every row, independent-accumulator FMA and vdpbf16ps loops. Arrays come from Buffer (64-byte aligned)
+// and ranges are multiples of 16 floats except possibly the last, whose tail is copied scalar.
 #include <immintrin.h>
 
 #include <cstdint>
