@@ -301,8 +301,9 @@ std::vector<uint8_t> staged_y_bytes(const Case& c, const std::function<void(Tens
 }
 
 // Shapes past every block of the channel-contiguous path: several 256-channel accumulator blocks and rows wider
-// than one item (kConvRowChunk), split into two items with a partial vector group at the end, token chunks of 128 with a sequence shorter than the
-// window, a state longer than K-1, and an output of more than 4 MiB (streaming stores).
+// than one item (kConvRowChunk), split into two items with a partial vector group at the end, token chunks of 128
+// with a sequence shorter than the window, a state longer than K-1, and an output of more than 4 MiB (streaming
+// stores).
 TEST_P(CausalConv1dOnIsa, LargeShapesMatchTheOracleAndTheStagedPath) {
   for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32})
     for (ConvActivation act : {ConvActivation::kSilu, ConvActivation::kNone}) {

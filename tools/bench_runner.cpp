@@ -87,7 +87,8 @@ void apply_limits(const BandwidthProbe& bw, const ComputeProbe* cp, CaseResult* 
     r->flops_ratio = cp->fma_gflops > 0 ? r->gflops / cp->fma_gflops : 0;
     r->tokens_per_s = r->tokens / r->time_min_s;
   }
-  if (r->slice_gbps > 0) r->slice_ratio = r->gbps / std::min(r->slice_gbps, r->limit_gbps);
+  if (r->slice_gbps > 0 && r->limit_gbps > 0)
+    r->slice_ratio = r->gbps / std::min(r->slice_gbps, r->limit_gbps);
   if (r->kind == CaseKind::kGdrDecode) {
     r->state_gbps = r->state_bytes / r->time_min_s * 1e-9;
     r->state_ratio = r->limit_gbps > 0 ? r->state_gbps / r->limit_gbps : 0;

@@ -86,23 +86,16 @@ double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t
   volatile uint64_t zero = 0;  // read at run time: the compiler cannot drop the stores
   const uint64_t key = zero;
   const ProbeIsa isa = probe_isa();
-  auto pass = [&](bool fill) {
-    const double t0 = now_seconds();
-#pragma omp parallel num_threads(threads)
-    {
-      int64_t b, e;
-      balanced_range(static_cast<int64_t>(rows), omp_get_num_threads(), omp_get_thread_num(), &b, &e);
-      if (fill)  // first touch by the thread that streams the rows
-        std::fill(base + b * row_bytes, base + e * row_bytes, static_cast<char>(1));
-      else
-        slice_rmw(base, row_bytes, lo, hi, static_cast<size_t>(b), static_cast<size_t>(e), key, isa);
-    }
-    return now_seconds() - t0;
+  timed_parallel(threads, rows, [&](size_t b, size_t e) {  // first touch by the thread that streams the rows
+    std::fill(base + b * row_bytes, base + e * row_bytes, static_cast<char>(1));
+  });
+  auto pass = [&] {
+    return timed_parallel(threads, rows,
+                          [&](size_t b, size_t e) { slice_rmw(base, row_bytes, lo, hi, b, e, key, isa); });
   };
-  pass(true);
-  pass(false);
+  pass();
   double best = 1e30;
-  for (int p = 0; p < passes; ++p) best = std::min(best, pass(false));
+  for (int p = 0; p < passes; ++p) best = std::min(best, pass());
   return 2.0 * static_cast<double>(rows) * static_cast<double>(hi - lo) / best * 1e-9;
 }
 

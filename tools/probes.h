@@ -34,10 +34,10 @@ BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes);
 size_t default_probe_array_bytes();
 
 // The memory pattern of an op that updates a slice of every row in place (InplacePartialRotaryMul(Grad)): bytes
-// [lo, hi) of each of `rows` rows of `row_bytes` read and written back, rows split over `threads` as balanced
-// ranges; GB/s of the slice bytes read + written (2 x rows x (hi - lo) / time), best of `passes` after a warm-up
-// pass, on a buffer of rows x row_bytes. What the memory system moves for it is whole lines (and what the
-// prefetchers add around them), so this can be well below the copy probe.
+// [lo, hi) of each of `rows` rows of `row_bytes` read and written back, rows split over `threads` in balanced ranges
+// of 64-row blocks (as the copy probe splits its arrays); GB/s of the slice bytes read + written (2 x rows x (hi -
+// lo) / time), best of `passes` after a warm-up pass, on a buffer of rows x row_bytes. What the memory system moves
+// for it is whole lines (and what the prefetchers add around them), so this can be well below the copy probe.
 double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t hi, int passes);
 
 // Median wall time of an empty parallel region on `threads` threads (the fork/join cost every multi-threaded
