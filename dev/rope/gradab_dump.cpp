@@ -1,5 +1,5 @@
 // gradab_dump.cpp — dev check (not built): writes every output of ApplyRotaryPosEmbGrad with q/k (gradQuery, gradKey,
-// gradCos, gradSin) over random cases (modes half/quarter/interleave, odd and even Nq/Nk, every dtype pairing,
+// gradCos, gradSin) and of RotaryPositionEmbeddingGrad with x (dx, dcos, dsin; modes 0-3) over random cases (modes half/quarter/interleave, odd and even Nq/Nk, every dtype pairing,
 // BSND and BNSD, 1-2 threads, AVX-512 and AVX2) to a file; link against two library builds and cmp the files to
 // show a kernel change leaves the bits alone.
 // g++ -std=gnu++17 -O2 -fopenmp -Iinclude -Isrc dev/rope/gradab_dump.cpp <lib>/libtxops_internal.a -lhwy -lpthread -o /tmp/gradab && /tmp/gradab out.bin
@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
       if (!st.ok()) { ++fails; continue; }
       fwrite(gq.data(), 1, gq.size(), f); fwrite(gk.data(), 1, gk.size(), f);
       fwrite(gc.data(), 1, gc.size(), f); fwrite(gs.data(), 1, gs.size(), f);
+      // RotaryPositionEmbeddingGrad with x (one side; every mode incl. interleave-half) on the q tensors
+      st = rotary_position_embedding_grad(dqv, cv, sv, &qv, static_cast<RotaryMode>(it % 4), gqv, &gcv, &gsv);
+      if (!st.ok()) { ++fails; continue; }
+      fwrite(gq.data(), 1, gq.size(), f); fwrite(gc.data(), 1, gc.size(), f); fwrite(gs.data(), 1, gs.size(), f);
     }
   }
   fclose(f);

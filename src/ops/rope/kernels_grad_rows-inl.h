@@ -1,0 +1,430 @@
+// kernels_grad_rows-inl.h — the rows of the fused RoPE backward (kernels_grad.cpp): per vector step, a member
+// row's input gradient rotated back and its products with the forward input added to the gradCos / gradSin
+// accumulators. Two forms with the same steps, so the same bits: accumulators in memory (any width), and in
+// registers for a whole group's rows (rows of 2, 4 or 8 vectors), where the per-row loads and stores of the
+// accumulators were the cost (README.md "Measured on AVX-512").
+//
+// Include after <hwy/highway.h> and kernels_rows-inl.h inside a foreach_target translation unit; per-target
+// include guard below.
+#if defined(TXOPS_OPS_ROPE_KERNELS_GRAD_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_OPS_ROPE_KERNELS_GRAD_ROWS_INL_H_
+#undef TXOPS_OPS_ROPE_KERNELS_GRAD_ROWS_INL_H_
+#else
+#define TXOPS_OPS_ROPE_KERNELS_GRAD_ROWS_INL_H_
+#endif
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "core/simd_convert-inl.h"
+#include "ops/rope/args.h"
+#include "ops/rope/kernels_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace rope {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Calls row(in, out, x) for every member row of one side of a group, in member order. With row_bytes > 0
+// (contiguous rows), it first prefetches the in and x rows kPrefetchRows member strides ahead (a hint: it never
+// faults; past the group's last member it reaches the next group's rows in the usual layouts).
+template <class TX, class RowFn>
+HWY_INLINE void ForEachMember(const GradSide& side, const TX* in, TX* out, const TX* x, int64_t row_bytes,
+                              const RowFn& row) {
+  const int64_t(*ms)[3] = side.member_stride;
+  const int64_t ahead_in = kPrefetchRows * ms[2][0], ahead_x = kPrefetchRows * ms[2][2];
+  for (int64_t i0 = 0; i0 < side.member_extent[0]; ++i0) {
+    for (int64_t i1 = 0; i1 < side.member_extent[1]; ++i1) {
+      const TX* row_in = in + i0 * ms[0][0] + i1 * ms[1][0];
+      TX* row_out = out + i0 * ms[0][1] + i1 * ms[1][1];
+      const TX* row_x = x + i0 * ms[0][2] + i1 * ms[1][2];
+      for (int64_t i2 = 0; i2 < side.member_extent[2]; ++i2) {
+        const char* pin = reinterpret_cast<const char*>(row_in + ahead_in);
+        const char* px = reinterpret_cast<const char*>(row_x + ahead_x);
+        for (int64_t b = 0; b < row_bytes; b += 64) {
+          hwy::Prefetch(pin + b);
+          hwy::Prefetch(px + b);
+        }
+        row(row_in, row_out, row_x);
+        row_in += ms[2][0];
+        row_out += ms[2][1];
+        row_x += ms[2][2];
+      }
+    }
+  }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// ------------------------------------------------------------------------------------------------
+// One vector step of each rule: the two products into the gradCos / gradSin accumulators and the rotated-back
+// output. Shared by the rows below (accumulators in memory) and kernels_grad_registers-inl.h (in registers), so
+// both give the same bits.
+
+// Half rule, lanes j of the first half and h + j of the second: (ac1, as1) at j, (ac2, as2) at h + j.
+HWY_INLINE void HalfStep(VF d1, VF d2, VF x1, VF x2, VF c1, VF c2, VF s1, VF s2, VF& ac1, VF& ac2, VF& as1, VF& as2,
+                         VF& y1, VF& y2) {
+  ac1 = hn::MulAdd(d1, x1, ac1);
+  ac2 = hn::MulAdd(d2, x2, ac2);
+  as1 = hn::MulAdd(d1, hn::Neg(x2), as1);
+  as2 = hn::MulAdd(d2, x1, as2);
+  y1 = hn::MulAdd(d1, c1, hn::Mul(d2, s2));
+  y2 = hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1)));
+}
+
+// Interleave rule on one vector of channel pairs.
+HWY_INLINE VF InterleaveStep(VF d, VF xv, VF cv, VF sv, VF& ac, VF& as) {
+  const VF swapped = hn::Shuffle2301(xv);
+  ac = hn::MulAdd(d, xv, ac);
+  as = hn::MulAdd(d, hn::OddEven(swapped, hn::Neg(swapped)), as);
+  const VF p = hn::Shuffle2301(hn::Mul(d, sv));
+  return hn::MulAdd(d, cv, hn::OddEven(hn::Neg(p), p));
+}
+
+// Interleave rule on bf16 "pair" vectors: even channels in *e, odd ones in *o.
+HWY_INLINE void PairInterleaveStep(VF de, VF dodd, VF xe, VF xo, VF ce, VF co, VF se, VF so, VF& ace, VF& aco,
+                                   VF& ase, VF& aso, VF& ye, VF& yo) {
+  ace = hn::MulAdd(de, xe, ace);
+  aco = hn::MulAdd(dodd, xo, aco);
+  ase = hn::MulAdd(de, hn::Neg(xo), ase);
+  aso = hn::MulAdd(dodd, xe, aso);
+  ye = hn::MulAdd(de, ce, hn::Mul(dodd, so));
+  yo = hn::MulAdd(dodd, co, hn::Neg(hn::Mul(de, se)));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Rows with the accumulators in memory (any width; the register rows take the widths that fit).
+
+// Backward row with the cos/sin gradient accumulation (half / quarter block of 2h channels at o).
+template <class TX, class TC>
+HWY_INLINE void GradHalfBlockRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+                                 float* acc_c, float* acc_s, int64_t h, int64_t j = 0) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (; j + lanes <= h; j += lanes) {
+    const VF d1 = LoadF32(df, in + j), d2 = LoadF32(df, in + h + j);
+    VF ac1 = hn::LoadU(df, acc_c + j), ac2 = hn::LoadU(df, acc_c + h + j);
+    VF as1 = hn::LoadU(df, acc_s + j), as2 = hn::LoadU(df, acc_s + h + j);
+    VF y1, y2;
+    HalfStep(d1, d2, LoadF32(df, x + j), LoadF32(df, x + h + j), LoadF32(df, c + j), LoadF32(df, c + h + j),
+             LoadF32(df, s + j), LoadF32(df, s + h + j), ac1, ac2, as1, as2, y1, y2);
+    hn::StoreU(ac1, df, acc_c + j);
+    hn::StoreU(ac2, df, acc_c + h + j);
+    hn::StoreU(as1, df, acc_s + j);
+    hn::StoreU(as2, df, acc_s + h + j);
+    Put(df, y1, out + j, stream);
+    Put(df, y2, out + h + j, stream);
+  }
+  for (; j < h; ++j) {
+    const float d1 = LoadScalarF32(in + j), d2 = LoadScalarF32(in + h + j);
+    const float x1 = LoadScalarF32(x + j), x2 = LoadScalarF32(x + h + j);
+    const float c1 = LoadScalarF32(c + j), c2 = LoadScalarF32(c + h + j);
+    const float s1 = LoadScalarF32(s + j), s2 = LoadScalarF32(s + h + j);
+    acc_c[j] = std::fma(d1, x1, acc_c[j]);
+    acc_c[h + j] = std::fma(d2, x2, acc_c[h + j]);
+    acc_s[j] = std::fma(d1, -x2, acc_s[j]);
+    acc_s[h + j] = std::fma(d2, x1, acc_s[h + j]);
+    StoreScalarF32(std::fma(d1, c1, d2 * s2), out + j);
+    StoreScalarF32(std::fma(d2, c2, -(d1 * s1)), out + h + j);
+  }
+}
+
+template <class TX, class TC>
+HWY_INLINE void GradInterleaveRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+                                  float* acc_c, float* acc_s, int64_t width, int64_t i = 0) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (; i + lanes <= width; i += lanes) {
+    VF ac = hn::LoadU(df, acc_c + i), as = hn::LoadU(df, acc_s + i);
+    const VF y = InterleaveStep(LoadF32(df, in + i), LoadF32(df, x + i), LoadF32(df, c + i), LoadF32(df, s + i),
+                                ac, as);
+    hn::StoreU(ac, df, acc_c + i);
+    hn::StoreU(as, df, acc_s + i);
+    Put(df, y, out + i, stream);
+  }
+  for (; i < width; i += 2) {
+    const float de = LoadScalarF32(in + i), dodd = LoadScalarF32(in + i + 1);
+    const float xe = LoadScalarF32(x + i), xo = LoadScalarF32(x + i + 1);
+    const float ce = LoadScalarF32(c + i), co = LoadScalarF32(c + i + 1);
+    const float se = LoadScalarF32(s + i), so = LoadScalarF32(s + i + 1);
+    acc_c[i] = std::fma(de, xe, acc_c[i]);
+    acc_c[i + 1] = std::fma(dodd, xo, acc_c[i + 1]);
+    acc_s[i] = std::fma(de, -xo, acc_s[i]);
+    acc_s[i + 1] = std::fma(dodd, xe, acc_s[i + 1]);
+    StoreScalarF32(std::fma(de, ce, dodd * so), out + i);
+    StoreScalarF32(std::fma(dodd, co, -(de * se)), out + i + 1);
+  }
+}
+
+// bf16 pair vectors in the fused backward. Within each vector block of 2N channels the accumulators hold the
+// even channels first, then the odd ones ("split" layout); UnsplitBlocks restores channel order per group.
+HWY_INLINE int64_t PairBlock() { return 2 * static_cast<int64_t>(hn::Lanes(DF())); }
+
+HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                 float* acc_c, float* acc_s, int64_t h) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
+  int64_t j = 0;
+  for (; j + block <= h; j += block) {
+    VF d1[2], d2[2], x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
+    LoadPairs(in + j, &d1[0], &d1[1]);
+    LoadPairs(in + h + j, &d2[0], &d2[1]);
+    LoadPairs(x + j, &x1[0], &x1[1]);
+    LoadPairs(x + h + j, &x2[0], &x2[1]);
+    LoadPairs(c + j, &c1[0], &c1[1]);
+    LoadPairs(c + h + j, &c2[0], &c2[1]);
+    LoadPairs(s + j, &s1[0], &s1[1]);
+    LoadPairs(s + h + j, &s2[0], &s2[1]);
+    for (int p = 0; p < 2; ++p) {  // p = 0: even channels (split offset 0), 1: odd ones (offset lanes)
+      VF ac1 = hn::LoadU(df, acc_c + j + p * lanes), ac2 = hn::LoadU(df, acc_c + h + j + p * lanes);
+      VF as1 = hn::LoadU(df, acc_s + j + p * lanes), as2 = hn::LoadU(df, acc_s + h + j + p * lanes);
+      HalfStep(d1[p], d2[p], x1[p], x2[p], c1[p], c2[p], s1[p], s2[p], ac1, ac2, as1, as2, y1[p], y2[p]);
+      hn::StoreU(ac1, df, acc_c + j + p * lanes);
+      hn::StoreU(ac2, df, acc_c + h + j + p * lanes);
+      hn::StoreU(as1, df, acc_s + j + p * lanes);
+      hn::StoreU(as2, df, acc_s + h + j + p * lanes);
+    }
+    StorePairs(y1[0], y1[1], out + j, stream);
+    StorePairs(y2[0], y2[1], out + h + j, stream);
+  }
+  GradHalfBlockRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, h, j);
+}
+
+HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                  float* acc_c, float* acc_s, int64_t width) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
+  int64_t i = 0;
+  for (; i + block <= width; i += block) {
+    VF de, dodd, xe, xo, ce, co, se, so, ye, yo;
+    LoadPairs(in + i, &de, &dodd);
+    LoadPairs(x + i, &xe, &xo);
+    LoadPairs(c + i, &ce, &co);
+    LoadPairs(s + i, &se, &so);
+    VF ace = hn::LoadU(df, acc_c + i), aco = hn::LoadU(df, acc_c + i + lanes);
+    VF ase = hn::LoadU(df, acc_s + i), aso = hn::LoadU(df, acc_s + i + lanes);
+    PairInterleaveStep(de, dodd, xe, xo, ce, co, se, so, ace, aco, ase, aso, ye, yo);
+    hn::StoreU(ace, df, acc_c + i);
+    hn::StoreU(aco, df, acc_c + i + lanes);
+    hn::StoreU(ase, df, acc_s + i);
+    hn::StoreU(aso, df, acc_s + i + lanes);
+    StorePairs(ye, yo, out + i, stream);
+  }
+  GradInterleaveRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, width, i);
+}
+
+// Back to channel order: every pair block the bf16 grad rows used, for this mode and width.
+HWY_INLINE void UnsplitRange(float* acc, int64_t begin, int64_t count) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
+  for (int64_t j = begin; j + block <= begin + count; j += block) {
+    const VF even = hn::LoadU(df, acc + j), odd = hn::LoadU(df, acc + j + lanes);
+    hn::StoreInterleaved2(even, odd, df, acc + j);
+  }
+}
+HWY_INLINE void UnsplitBlocks(RotaryMode mode, int64_t width, float* acc) {
+  if (mode == RotaryMode::kInterleave) {
+    UnsplitRange(acc, 0, width);
+    return;
+  }
+  const int64_t half_block = mode == RotaryMode::kQuarter ? width / 2 : width;  // one half-rule block
+  for (int64_t o = 0; o < width; o += half_block) {
+    const int64_t h = half_block / 2;
+    UnsplitRange(acc, o, h);
+    UnsplitRange(acc, o + h, h);
+  }
+}
+
+
+template <class TX, class TC>
+HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* out, const TX* x, const TC* c,
+                                  const TC* s, float* acc_c, float* acc_s) {
+  const int64_t width = cfg.width;
+  const bool stream = cfg.stream_out;
+  switch (cfg.mode) {
+    case RotaryMode::kQuarter: {
+      const int64_t h = width / 2;
+      GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 4);
+      GradHalfBlockRow(stream, in + h, out + h, x + h, c + h, s + h, acc_c + h, acc_s + h, width / 4);
+      break;
+    }
+    case RotaryMode::kInterleave: GradInterleaveRow(stream, in, out, x, c, s, acc_c, acc_s, width); break;
+    default: GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 2); break;
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// ------------------------------------------------------------------------------------------------
+// Rows with the accumulators in registers. A row of kV vectors keeps gradCos and gradSin of the whole row in
+// 2·kV registers over all member rows of a group's side; they are stored once per side (then unsplit and
+// summed as the memory form's are). The steps run in the same order from the same zeros: the same bits.
+
+#if HWY_TARGET != HWY_SCALAR
+template <int kV>
+struct RowAccumulators {
+  VF c[kV];
+  VF s[kV];
+};
+
+// f(std::integral_constant<int, i>) for i in [0, kN): constant indices, so the accumulator arrays stay in
+// registers.
+template <class F, int... kIs>
+HWY_INLINE void UnrollEach(std::integer_sequence<int, kIs...>, const F& f) {
+  (f(std::integral_constant<int, kIs>()), ...);
+}
+template <int kN, class F>
+HWY_INLINE void Unroll(const F& f) {
+  UnrollEach(std::make_integer_sequence<int, kN>(), f);
+}
+
+// Half rule on the block of 2·kJ vectors starting at vector kB (quarter: two such blocks).
+template <int kJ, int kB, int kV, class TX, class TC>
+HWY_INLINE void RegisterHalfBlock(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+                                  RowAccumulators<kV>& a) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), h = kJ * lanes;
+  Unroll<kJ>([&](auto k_) {
+    constexpr int k = decltype(k_)::value;
+    const int64_t j = (kB + k) * lanes;
+    VF y1, y2;
+    HalfStep(LoadF32(df, in + j), LoadF32(df, in + h + j), LoadF32(df, x + j), LoadF32(df, x + h + j),
+             LoadF32(df, c + j), LoadF32(df, c + h + j), LoadF32(df, s + j), LoadF32(df, s + h + j), a.c[kB + k],
+             a.c[kB + kJ + k], a.s[kB + k], a.s[kB + kJ + k], y1, y2);
+    Put(df, y1, out + j, stream);
+    Put(df, y2, out + h + j, stream);
+  });
+}
+
+// bf16 pairs: block b of 2 vectors holds the even channels in vector 2b, the odd ones in 2b + 1 (split layout).
+template <int kJ, int kB, int kV>
+HWY_INLINE void RegisterHalfBlock(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                  RowAccumulators<kV>& a) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF())), h = kJ * lanes;
+  Unroll<kJ / 2>([&](auto b_) {
+    constexpr int b = 2 * decltype(b_)::value;  // first vector of the block
+    const int64_t j = (kB + b) * lanes;
+    VF d1[2], d2[2], x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
+    LoadPairs(in + j, &d1[0], &d1[1]);
+    LoadPairs(in + h + j, &d2[0], &d2[1]);
+    LoadPairs(x + j, &x1[0], &x1[1]);
+    LoadPairs(x + h + j, &x2[0], &x2[1]);
+    LoadPairs(c + j, &c1[0], &c1[1]);
+    LoadPairs(c + h + j, &c2[0], &c2[1]);
+    LoadPairs(s + j, &s1[0], &s1[1]);
+    LoadPairs(s + h + j, &s2[0], &s2[1]);
+    HalfStep(d1[0], d2[0], x1[0], x2[0], c1[0], c2[0], s1[0], s2[0], a.c[kB + b], a.c[kB + kJ + b], a.s[kB + b],
+             a.s[kB + kJ + b], y1[0], y2[0]);
+    HalfStep(d1[1], d2[1], x1[1], x2[1], c1[1], c2[1], s1[1], s2[1], a.c[kB + b + 1], a.c[kB + kJ + b + 1],
+             a.s[kB + b + 1], a.s[kB + kJ + b + 1], y1[1], y2[1]);
+    StorePairs(y1[0], y1[1], out + j, stream);
+    StorePairs(y2[0], y2[1], out + h + j, stream);
+  });
+}
+
+template <int kV, class TX, class TC>
+HWY_INLINE void RegisterInterleaveRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+                                      RowAccumulators<kV>& a) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  Unroll<kV>([&](auto v_) {
+    constexpr int v = decltype(v_)::value;
+    const int64_t i = v * lanes;
+    Put(df, InterleaveStep(LoadF32(df, in + i), LoadF32(df, x + i), LoadF32(df, c + i), LoadF32(df, s + i), a.c[v],
+                           a.s[v]),
+        out + i, stream);
+  });
+}
+
+template <int kV>
+HWY_INLINE void RegisterInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                      RowAccumulators<kV>& a) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  Unroll<kV / 2>([&](auto b_) {
+    constexpr int b = 2 * decltype(b_)::value;
+    const int64_t i = b * lanes;
+    VF de, dodd, xe, xo, ce, co, se, so, ye, yo;
+    LoadPairs(in + i, &de, &dodd);
+    LoadPairs(x + i, &xe, &xo);
+    LoadPairs(c + i, &ce, &co);
+    LoadPairs(s + i, &se, &so);
+    PairInterleaveStep(de, dodd, xe, xo, ce, co, se, so, a.c[b], a.c[b + 1], a.s[b], a.s[b + 1], ye, yo);
+    StorePairs(ye, yo, out + i, stream);
+  });
+}
+
+// All member rows of one side of a group, then the accumulators to acc_c / acc_s (width floats each).
+template <RotaryMode kMode, int kV, class TX, class TC>
+void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, const TX* x, const TC* c,
+                     const TC* s, float* acc_c, float* acc_s) {
+  const DF df;
+  RowAccumulators<kV> a;
+  Unroll<kV>([&](auto v_) {
+    a.c[decltype(v_)::value] = hn::Zero(df);
+    a.s[decltype(v_)::value] = hn::Zero(df);
+  });
+  const int64_t row_bytes = kV * static_cast<int64_t>(hn::Lanes(df) * sizeof(TX));
+  ForEachMember(side, in, out, x, row_bytes, [&](const TX* row_in, TX* row_out, const TX* row_x) {
+    if constexpr (kMode == RotaryMode::kInterleave) {
+      RegisterInterleaveRow<kV>(stream, row_in, row_out, row_x, c, s, a);
+    } else if constexpr (kMode == RotaryMode::kQuarter) {
+      RegisterHalfBlock<kV / 4, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
+      RegisterHalfBlock<kV / 4, kV / 2, kV>(stream, row_in, row_out, row_x, c, s, a);
+    } else {
+      RegisterHalfBlock<kV / 2, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
+    }
+  });
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  Unroll<kV>([&](auto v_) {
+    constexpr int v = decltype(v_)::value;
+    hn::StoreU(a.c[v], df, acc_c + v * lanes);
+    hn::StoreU(a.s[v], df, acc_s + v * lanes);
+  });
+}
+
+template <class TX, class TC>
+using SideFn = void(bool, const GradSide&, const TX*, TX*, const TX*, const TC*, const TC*, float*, float*);
+
+template <RotaryMode kMode, class TX, class TC>
+SideFn<TX, TC>* PickSideInRegistersForMode(int64_t vectors) {
+  switch (vectors) {
+    case 2: return &SideInRegisters<kMode, 2, TX, TC>;
+    case 4: return &SideInRegisters<kMode, 4, TX, TC>;
+    case 8: return &SideInRegisters<kMode, 8, TX, TC>;
+    default: return nullptr;
+  }
+}
+
+// The register form for this row shape, or null (the memory form): rows of 2, 4 or 8 whole vectors (at most 4
+// where the target has 16 vector registers: the accumulators take half of them), made of whole blocks of the
+// mode's layout (a vector per half-rule half, two for bf16 pairs).
+template <class TX, class TC>
+SideFn<TX, TC>* PickSideInRegisters(RotaryMode mode, int64_t width) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  const int64_t max_vectors = HWY_MAX_BYTES >= 64 ? 8 : 4;
+  if (width % lanes != 0 || width / lanes > max_vectors) return nullptr;
+  const int64_t vectors = width / lanes;
+  const int64_t block = std::is_same<TX, BF>::value && std::is_same<TC, BF>::value ? 2 : 1;
+  switch (mode) {
+    case RotaryMode::kHalf:
+      return vectors % (2 * block) == 0 ? PickSideInRegistersForMode<RotaryMode::kHalf, TX, TC>(vectors) : nullptr;
+    case RotaryMode::kQuarter:
+      return vectors % (4 * block) == 0 ? PickSideInRegistersForMode<RotaryMode::kQuarter, TX, TC>(vectors)
+                                        : nullptr;
+    case RotaryMode::kInterleave:
+      return vectors % block == 0 ? PickSideInRegistersForMode<RotaryMode::kInterleave, TX, TC>(vectors) : nullptr;
+    default: return nullptr;
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+}  // namespace HWY_NAMESPACE
+}  // namespace rope
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
