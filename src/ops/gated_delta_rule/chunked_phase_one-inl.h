@@ -179,16 +179,22 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
 // triangle). The operands are the bf16 inputs themselves (the widened floats' upper halves).
 inline void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gram) {
   const int64_t pairs = dkp / 2;
-  for (int64_t i = 0; i < 2 * n; ++i)
-    for (int64_t c = 0; c < dkp; ++c) {
-      uint32_t bits;
-      std::memcpy(&bits, s.kq + i * dkp + c, 4);
-      s.kq16[i * dkp + c] = static_cast<uint16_t>(bits >> 16);
-    }
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToSigned<DF> di;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(du));
+  // [K; Q] rows as bf16 bits: the upper halves of the widened floats (dkp is a whole number of vectors).
+  for (int64_t e = 0; e < 2 * n * dkp; e += N) {
+    const auto bits = hn::ShiftRight<16>(hn::LoadU(du, reinterpret_cast<const uint32_t*>(s.kq) + e));
+    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, s.kq16 + e);
+  }
+  // Kᵀ in column pairs from the fp32 Kᵀ (columns >= n already zero): u32 (q, j) = bf16 k[j][2q] | bf16 k[j][2q+1] << 16.
+  uint32_t* kt_pairs = reinterpret_cast<uint32_t*>(s.kt16);
+  const uint32_t* kt = reinterpret_cast<const uint32_t*>(s.kt);
   for (int64_t q = 0; q < pairs; ++q)
-    for (int64_t j = 0; j < C; ++j) {
-      s.kt16[(q * C + j) * 2] = j < n ? s.kq16[j * dkp + 2 * q] : 0;
-      s.kt16[(q * C + j) * 2 + 1] = j < n ? s.kq16[j * dkp + 2 * q + 1] : 0;
+    for (int64_t j = 0; j < C; j += N) {
+      const auto even = hn::LoadU(du, kt + 2 * q * C + j), odd = hn::LoadU(du, kt + (2 * q + 1) * C + j);
+      hn::StoreU(hn::Or(hn::ShiftRight<16>(even), hn::And(odd, hn::Set(du, 0xFFFF0000u))), du, kt_pairs + q * C + j);
     }
   for (int64_t half = 0; half < 2; ++half)
     for (int64_t row = 0; row < n; row += 6) {
