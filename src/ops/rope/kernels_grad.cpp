@@ -39,12 +39,26 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
   HWY_ALIGN float acc_c[2][kMaxWidth];
   HWY_ALIGN float acc_s[2][kMaxWidth];
 #if HWY_TARGET != HWY_SCALAR
-  SideFn<TX, TC>* const in_registers = job.simd_rows ? PickSideInRegisters<TX, TC>(cfg.mode, width) : nullptr;
+  // 16-bit cos/sin (but bf16 with bf16 activations, whose pair vectors load both cheaply) are widened into fp32
+  // rows once per group for the register form, instead of once per member row (widening is exact: same bits).
+  constexpr bool kWiden =
+      !std::is_same<TC, float>::value && !(std::is_same<TX, BF>::value && std::is_same<TC, BF>::value);
+  SideFn<TX, TC>* const in_registers =
+      job.simd_rows && !kWiden ? PickSideInRegisters<TX, TC>(cfg.mode, width) : nullptr;
+  SideFn<TX, float>* const in_registers_widened =
+      job.simd_rows && kWiden ? PickSideInRegisters<TX, float>(cfg.mode, width) : nullptr;
+  HWY_ALIGN float cs_widened[2][kMaxWidth];
 #endif
   OuterCursor<10> group(job.group_extent, job.group_stride, begin);
   for (int64_t g = begin; g < end; ++g, group.next()) {
     const TC* c = static_cast<const TC*>(job.cos) + group.offset[kGCos];
     const TC* s = static_cast<const TC*>(job.sin) + group.offset[kGSin];
+#if HWY_TARGET != HWY_SCALAR
+    if (in_registers_widened != nullptr) {
+      LoadRowF32(c, 1, width, width, cs_widened[0]);
+      LoadRowF32(s, 1, width, width, cs_widened[1]);
+    }
+#endif
     for (int side_index = 0; side_index < 2; ++side_index) {
       const GradSide& side = job.sides[side_index];
       float* ac = acc_c[side_index];
@@ -59,6 +73,8 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
 #if HWY_TARGET != HWY_SCALAR
       if (in_registers != nullptr) {
         in_registers(cfg.stream_out, side, in, out, x, c, s, ac, as);
+      } else if (in_registers_widened != nullptr) {
+        in_registers_widened(cfg.stream_out, side, in, out, x, cs_widened[0], cs_widened[1], ac, as);
       } else if (job.simd_rows) {
         const int64_t row_bytes = width * static_cast<int64_t>(sizeof(TX));
         ForEachMember(side, in, out, x, row_bytes, [&](const TX* row_in, TX* row_out, const TX* row_x) {
