@@ -2,7 +2,7 @@
 // row's input gradient rotated back and its products with the forward input added to the gradCos / gradSin
 // accumulators. Two forms with the same steps, so the same bits: accumulators in memory (any width), and in
 // registers for a whole group's rows (rows of 2, 4 or 8 vectors), where the per-row loads and stores of the
-// accumulators were the cost (README.md "Measured on AVX-512").
+// accumulators were the cost (README.md "The fused grads with the accumulators in registers").
 //
 // Include after <hwy/highway.h> and kernels_rows-inl.h inside a foreach_target translation unit; per-target
 // include guard below.
@@ -63,8 +63,8 @@ HWY_INLINE void ForEachMember(const GradSide& side, const TX* in, TX* out, const
 #if HWY_TARGET != HWY_SCALAR
 // ------------------------------------------------------------------------------------------------
 // One vector step of each rule: the two products into the gradCos / gradSin accumulators and the rotated-back
-// output. Shared by the rows below (accumulators in memory) and kernels_grad_registers-inl.h (in registers), so
-// both give the same bits.
+// output. Shared by the rows with the accumulators in memory and those with them in registers (below), so both
+// give the same bits.
 
 // Half rule, lanes j of the first half and h + j of the second: (ac1, as1) at j, (ac2, as2) at h + j.
 HWY_INLINE void HalfStep(VF d1, VF d2, VF x1, VF x2, VF c1, VF c2, VF s1, VF s2, VF& ac1, VF& ac2, VF& as1, VF& as2,
@@ -257,14 +257,12 @@ HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* o
     default: GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 2); break;
   }
 }
-#endif  // HWY_TARGET != HWY_SCALAR
 
 // ------------------------------------------------------------------------------------------------
 // Rows with the accumulators in registers. A row of kV vectors keeps gradCos and gradSin of the whole row in
 // 2·kV registers over all member rows of a group's side; they are stored once per side (then unsplit and
 // summed as the memory form's are). The steps run in the same order from the same zeros: the same bits.
 
-#if HWY_TARGET != HWY_SCALAR
 template <int kV>
 struct RowAccumulators {
   VF c[kV];
