@@ -165,25 +165,36 @@ HWY_INLINE void GradInterleaveRow(bool stream, const TX* in, TX* out, const TX* 
 // even channels first, then the odd ones ("split" layout); UnsplitBlocks restores channel order per group.
 HWY_INLINE int64_t PairBlock() { return 2 * static_cast<int64_t>(hn::Lanes(DF())); }
 
+// The half rule's operands of the pair block at j (first half) and h + j (second), [0] even and [1] odd channels.
+struct HalfPairs {
+  VF d1[2], d2[2], x1[2], x2[2], c1[2], c2[2], s1[2], s2[2];
+};
+HWY_INLINE void LoadHalfPairs(const BF* in, const BF* x, const BF* c, const BF* s, int64_t j, int64_t h,
+                              HalfPairs* v) {
+  LoadPairs(in + j, &v->d1[0], &v->d1[1]);
+  LoadPairs(in + h + j, &v->d2[0], &v->d2[1]);
+  LoadPairs(x + j, &v->x1[0], &v->x1[1]);
+  LoadPairs(x + h + j, &v->x2[0], &v->x2[1]);
+  LoadPairs(c + j, &v->c1[0], &v->c1[1]);
+  LoadPairs(c + h + j, &v->c2[0], &v->c2[1]);
+  LoadPairs(s + j, &v->s1[0], &v->s1[1]);
+  LoadPairs(s + h + j, &v->s2[0], &v->s2[1]);
+}
+
 HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
                                  float* acc_c, float* acc_s, int64_t h) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
   int64_t j = 0;
   for (; j + block <= h; j += block) {
-    VF d1[2], d2[2], x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
-    LoadPairs(in + j, &d1[0], &d1[1]);
-    LoadPairs(in + h + j, &d2[0], &d2[1]);
-    LoadPairs(x + j, &x1[0], &x1[1]);
-    LoadPairs(x + h + j, &x2[0], &x2[1]);
-    LoadPairs(c + j, &c1[0], &c1[1]);
-    LoadPairs(c + h + j, &c2[0], &c2[1]);
-    LoadPairs(s + j, &s1[0], &s1[1]);
-    LoadPairs(s + h + j, &s2[0], &s2[1]);
+    HalfPairs v;
+    VF y1[2], y2[2];
+    LoadHalfPairs(in, x, c, s, j, h, &v);
     for (int p = 0; p < 2; ++p) {  // p = 0: even channels (split offset 0), 1: odd ones (offset lanes)
       VF ac1 = hn::LoadU(df, acc_c + j + p * lanes), ac2 = hn::LoadU(df, acc_c + h + j + p * lanes);
       VF as1 = hn::LoadU(df, acc_s + j + p * lanes), as2 = hn::LoadU(df, acc_s + h + j + p * lanes);
-      HalfStep(d1[p], d2[p], x1[p], x2[p], c1[p], c2[p], s1[p], s2[p], ac1, ac2, as1, as2, y1[p], y2[p]);
+      HalfStep(v.d1[p], v.d2[p], v.x1[p], v.x2[p], v.c1[p], v.c2[p], v.s1[p], v.s2[p], ac1, ac2, as1, as2, y1[p],
+               y2[p]);
       hn::StoreU(ac1, df, acc_c + j + p * lanes);
       hn::StoreU(ac2, df, acc_c + h + j + p * lanes);
       hn::StoreU(as1, df, acc_s + j + p * lanes);
@@ -306,19 +317,13 @@ HWY_INLINE void RegisterHalfBlock(bool stream, const BF* in, BF* out, const BF* 
   Unroll<kJ / 2>([&](auto b_) {
     constexpr int b = 2 * decltype(b_)::value;  // first vector of the block
     const int64_t j = (kB + b) * lanes;
-    VF d1[2], d2[2], x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
-    LoadPairs(in + j, &d1[0], &d1[1]);
-    LoadPairs(in + h + j, &d2[0], &d2[1]);
-    LoadPairs(x + j, &x1[0], &x1[1]);
-    LoadPairs(x + h + j, &x2[0], &x2[1]);
-    LoadPairs(c + j, &c1[0], &c1[1]);
-    LoadPairs(c + h + j, &c2[0], &c2[1]);
-    LoadPairs(s + j, &s1[0], &s1[1]);
-    LoadPairs(s + h + j, &s2[0], &s2[1]);
-    HalfStep(d1[0], d2[0], x1[0], x2[0], c1[0], c2[0], s1[0], s2[0], a.c[kB + b], a.c[kB + kJ + b], a.s[kB + b],
-             a.s[kB + kJ + b], y1[0], y2[0]);
-    HalfStep(d1[1], d2[1], x1[1], x2[1], c1[1], c2[1], s1[1], s2[1], a.c[kB + b + 1], a.c[kB + kJ + b + 1],
-             a.s[kB + b + 1], a.s[kB + kJ + b + 1], y1[1], y2[1]);
+    HalfPairs v;
+    VF y1[2], y2[2];
+    LoadHalfPairs(in, x, c, s, j, h, &v);
+    HalfStep(v.d1[0], v.d2[0], v.x1[0], v.x2[0], v.c1[0], v.c2[0], v.s1[0], v.s2[0], a.c[kB + b], a.c[kB + kJ + b],
+             a.s[kB + b], a.s[kB + kJ + b], y1[0], y2[0]);
+    HalfStep(v.d1[1], v.d2[1], v.x1[1], v.x2[1], v.c1[1], v.c2[1], v.s1[1], v.s2[1], a.c[kB + b + 1],
+             a.c[kB + kJ + b + 1], a.s[kB + b + 1], a.s[kB + kJ + b + 1], y1[1], y2[1]);
     StorePairs(y1[0], y1[1], out + j, stream);
     StorePairs(y2[0], y2[1], out + h + j, stream);
   });
