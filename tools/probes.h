@@ -53,10 +53,11 @@ ProbeIsa probe_isa();  // the widest the CPU has, capped by txops' active ISA
 void copy_stores(float* dst, const float* src, size_t begin, size_t end, ProbeIsa isa);
 void copy_streaming(float* dst, const float* src, size_t begin, size_t end, ProbeIsa isa);
 void triad(float* a, const float* b, const float* c, float s, size_t begin, size_t end, ProbeIsa isa);
-// Runs `iterations` rounds of independent FMAs (or vdpbf16ps); returns FLOPs done. The sink defeats dead-code
-// elimination.
+// Bytes [lo, hi) of rows [row_begin, row_end), row_bytes apart, loaded and stored back xor `key` (probe_slice).
 void slice_rmw(char* base, size_t row_bytes, size_t lo, size_t hi, size_t row_begin, size_t row_end, uint64_t key,
                ProbeIsa isa);
+// Runs `iterations` rounds of independent FMAs (or vdpbf16ps); returns FLOPs done. The sink defeats dead-code
+// elimination.
 double fma_loop(long iterations, ProbeIsa isa, float* sink);
 double bf16_dot_loop(long iterations, float* sink);  // requires AVX512_BF16
 

@@ -86,16 +86,8 @@ HWY_INLINE VF InterleaveStep(VF d, VF xv, VF cv, VF sv, VF& ac, VF& as) {
   return hn::MulAdd(d, cv, hn::OddEven(hn::Neg(p), p));
 }
 
-// Interleave rule on bf16 "pair" vectors: even channels in *e, odd ones in *o.
-HWY_INLINE void PairInterleaveStep(VF de, VF dodd, VF xe, VF xo, VF ce, VF co, VF se, VF so, VF& ace, VF& aco,
-                                   VF& ase, VF& aso, VF& ye, VF& yo) {
-  ace = hn::MulAdd(de, xe, ace);
-  aco = hn::MulAdd(dodd, xo, aco);
-  ase = hn::MulAdd(de, hn::Neg(xo), ase);
-  aso = hn::MulAdd(dodd, xe, aso);
-  ye = hn::MulAdd(de, ce, hn::Mul(dodd, so));
-  yo = hn::MulAdd(dodd, co, hn::Neg(hn::Mul(de, se)));
-}
+// The interleave rule on bf16 "pair" vectors (even channels in one vector, odd ones in the other) is the half rule
+// with the even vector as the first half and the odd one as the second: HalfStep serves both.
 
 // ------------------------------------------------------------------------------------------------
 // Rows with the accumulators in memory (any width; the register rows take the widths that fit).
@@ -219,7 +211,7 @@ HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* 
     LoadPairs(s + i, &se, &so);
     VF ace = hn::LoadU(df, acc_c + i), aco = hn::LoadU(df, acc_c + i + lanes);
     VF ase = hn::LoadU(df, acc_s + i), aso = hn::LoadU(df, acc_s + i + lanes);
-    PairInterleaveStep(de, dodd, xe, xo, ce, co, se, so, ace, aco, ase, aso, ye, yo);
+    HalfStep(de, dodd, xe, xo, ce, co, se, so, ace, aco, ase, aso, ye, yo);
     hn::StoreU(ace, df, acc_c + i);
     hn::StoreU(aco, df, acc_c + i + lanes);
     hn::StoreU(ase, df, acc_s + i);
@@ -355,7 +347,7 @@ HWY_INLINE void RegisterInterleaveRow(bool stream, const BF* in, BF* out, const 
     LoadPairs(x + i, &xe, &xo);
     LoadPairs(c + i, &ce, &co);
     LoadPairs(s + i, &se, &so);
-    PairInterleaveStep(de, dodd, xe, xo, ce, co, se, so, a.c[b], a.c[b + 1], a.s[b], a.s[b + 1], ye, yo);
+    HalfStep(de, dodd, xe, xo, ce, co, se, so, a.c[b], a.c[b + 1], a.s[b], a.s[b + 1], ye, yo);
     StorePairs(ye, yo, out + i, stream);
   });
 }
