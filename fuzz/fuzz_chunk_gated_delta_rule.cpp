@@ -6,7 +6,9 @@
 // out of range), hasInitialStateOptional, snapshots every 0 / 64 / 128 (or an invalid count) into
 // checkpointsOptional of about the rows needed, checkpointStartsOptional int64 or null, kernelMode 0..3. With
 // "grad.use": aclnnChunkGatedDeltaRuleGrad on the same forward inputs — gradOut, gradFinalStateOptional (or null),
-// the six gradients (gradGOptional with or without gOptional), gradInitialState over gradFinalState's memory.
+// the six gradients (gradGOptional with or without gOptional), gradInitialState over gradFinalState's memory;
+// with "grad.snapshots", aclnnChunkGatedDeltaRuleGradEx with forwardCheckpointsOptional (rows around those the
+// lengths need, fp32 or bf16, absent, or over gradValue's memory).
 #include <algorithm>
 
 #include "aclnnop/aclnn_chunk_gated_delta_rule.h"
@@ -46,13 +48,33 @@ TXFUZZ_TARGET(chunk_gated_delta_rule) {
     aclTensor* dg = (gt != nullptr) != s.flag("dg", "mismatch") ? s.tensor("dg", {T, Nv}, ACL_FLOAT) : nullptr;
     const int64_t ds0_kind = dfs == nullptr ? 0 : s.range(0, 2, "ds0", "alias");
     aclTensor* ds0 = ds0_kind == 0 ? s.tensor("ds0", {B, Nv, Dv, Dk}, sdt) : s.alias("ds0", dfs, ds0_kind - 1);
+    if (!s.flag("grad", "snapshots")) {
+      s.two_phases(
+          "aclnnChunkGatedDeltaRuleGrad",
+          [&](uint64_t* ws, aclOpExecutor** e) {
+            return aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(q, k, v, beta, s0, len, gt, scale, dout, dfs, dq, dk,
+                                                                dv, dbeta, dg, ds0, ws, e);
+          },
+          [&](void* w, uint64_t n, aclOpExecutor* e, aclrtStream st) { return aclnnChunkGatedDeltaRuleGrad(w, n, e, st); });
+      return;
+    }
+    // forwardCheckpointsOptional: about the rows the lengths need (Σ L / 64, one short or spare), fp32 or bf16,
+    // or over gradValue's memory.
+    int64_t cp_rows = 0;
+    for (int64_t b = 0; b < B; ++b) cp_rows += std::max<int64_t>(lens[b], 0) / 64;
+    cp_rows = std::max<int64_t>(0, cp_rows + s.range(-1, 1, "gckpt", "spare"));
+    fit_budget({&cp_rows}, kMaxElements / std::max<int64_t>(1, Nv * Dv * Dk));
+    const aclDataType cdt = s.flag("gckpt", "bf16") ? ACL_BF16 : ACL_FLOAT;
+    aclTensor* cps = s.flag("gckpt", "absent")  ? nullptr
+                     : s.flag("gckpt", "alias") ? s.alias("gcps", dv, 1)
+                                                 : s.tensor("gcps", {cp_rows, Nv, Dv, Dk}, cdt);
     s.two_phases(
-        "aclnnChunkGatedDeltaRuleGrad",
+        "aclnnChunkGatedDeltaRuleGradEx",
         [&](uint64_t* ws, aclOpExecutor** e) {
-          return aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(q, k, v, beta, s0, len, gt, scale, dout, dfs, dq, dk, dv,
-                                                              dbeta, dg, ds0, ws, e);
+          return aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(q, k, v, beta, s0, len, gt, scale, dout, dfs, cps, dq,
+                                                                dk, dv, dbeta, dg, ds0, ws, e);
         },
-        [&](void* w, uint64_t n, aclOpExecutor* e, aclrtStream st) { return aclnnChunkGatedDeltaRuleGrad(w, n, e, st); });
+        [&](void* w, uint64_t n, aclOpExecutor* e, aclrtStream st) { return aclnnChunkGatedDeltaRuleGradEx(w, n, e, st); });
     return;
   }
   const int64_t out_kind = s.range(0, 2, "out", "alias");  // 0 separate, 1 value's tensor, 2 value's memory

@@ -182,6 +182,11 @@ std::vector<Target> targets() {
            {"grad_no_g_no_dfs", {{"grad.use", {1}}, {"g.absent", {1}}, {"dfs.absent", {1}}, {"lens.len", {4}},
                                  {"shape.Dk", {7}}}},
            {"grad_dg_mismatch", {{"grad.use", {1}}, {"dg.mismatch", {1}}, {"lens.len", {2}}}},
+           {"grad_snapshots", {{"grad.use", {1}}, {"grad.snapshots", {1}}, {"shape.long", {1}}, {"lens.len", {129}},
+                               {"shape.Dk", {1}}, {"shape.Dv", {1}}, {"cfg.threads", {1}}, {"gckpt.spare", {1}}}},
+           {"grad_snapshots_bf16_two_seqs", {{"grad.use", {1}}, {"grad.snapshots", {1}}, {"shape.long", {1}},
+                                             {"shape.B", {1}}, {"lens.len", {68, 63}}, {"dtype.act", {2}},
+                                             {"dtype.state_bf16", {1}}, {"gckpt.spare", {2}}}},
        }},
       {"recurrent_gated_delta_rule", txfuzz_body_recurrent_gated_delta_rule,
        {

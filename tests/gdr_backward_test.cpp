@@ -8,6 +8,8 @@
 //   - bit-identity for 1–4 threads; a sequence run as two chained calls gives the one call's gradients;
 //   - gradInitialState in place on gradFinalState; gradG not asked for;
 //   - padded, offset and broadcast (stride-0) views: nothing outside an output view is written;
+//   - the forward's snapshots handed to the backward (forward_checkpoints; aclnnChunkGatedDeltaRuleGradEx): the
+//     reference's gradients, the recomputing backward's bits where the arithmetic is the same;
 //   - the aclnn two-phase path (same bytes as the C++ API, a short workspace refused) and the validation rules.
 #include <gtest/gtest.h>
 
@@ -62,13 +64,40 @@ struct GradProblem {
   }
   bool has_g() const { return fwd.config.with_g; }
 
+  // The training forward: the forward's fp32 snapshots after every 64 tokens (checkpoint_every = 64, default
+  // starts) into `checkpoints`, in key-major memory ((R, Nv, Dk, Dv), passed as its transposed view) or state-major;
+  // run() then hands them to the backward.
+  void record_forward(bool key_major = true) {
+    int64_t rows = 0;
+    for (int32_t len : fwd.config.lengths) rows += len / 64;
+    const PrefillConfig& c = fwd.config;
+    checkpoints = HostTensor(DType::kF32, {std::max<int64_t>(rows, 1), c.nv, key_major ? c.dk : c.dv,
+                                           key_major ? c.dv : c.dk});
+    std::fill(checkpoints.bytes.begin(), checkpoints.bytes.end(), 0xCD);  // rows the backward must not read
+    checkpoints_view = checkpoints.view();
+    if (key_major) {
+      std::swap(checkpoints_view.shape[2], checkpoints_view.shape[3]);
+      std::swap(checkpoints_view.strides[2], checkpoints_view.strides[3]);
+    }
+    txops::GdrPrefillOptions options;
+    options.checkpoint_every = 64;
+    options.checkpoints = &checkpoints_view;
+    const TensorView gv = fwd.g.view();
+    ASSERT_TRUE(txops::chunk_gated_delta_rule(fwd.q.view(), fwd.k.view(), fwd.v.view(), fwd.beta.view(),
+                                              fwd.initial_state.view(), fwd.lengths.view(), has_g() ? &gv : nullptr,
+                                              fwd.scale(), fwd.out.view(), fwd.final_state.view(), options)
+                    .ok());
+    use_checkpoints = true;
+  }
+
   Status run(bool want_dg = true) {
     const TensorView gv = fwd.g.view(), dfv = d_final.view(), dgv = dg.view();
     forget_plan();
     const Status st = txops::chunk_gated_delta_rule_grad(
         fwd.q.view(), fwd.k.view(), fwd.v.view(), fwd.beta.view(), fwd.initial_state.view(), fwd.lengths.view(),
         has_g() ? &gv : nullptr, fwd.scale(), d_out.view(), with_grad_final ? &dfv : nullptr, dq.view(), dk.view(),
-        dv.view(), dbeta.view(), has_g() && want_dg ? &dgv : nullptr, ds0.view());
+        dv.view(), dbeta.view(), has_g() && want_dg ? &dgv : nullptr, ds0.view(),
+        use_checkpoints ? &checkpoints_view : nullptr);
     if (st.ok()) EXPECT_TRUE(planned_on(txops::active_isa()));
     return st;
   }
@@ -107,6 +136,9 @@ struct GradProblem {
   PrefillProblem fwd;
   bool with_grad_final;
   HostTensor d_out, d_final, dq, dk, dv, dbeta, dg, ds0;
+  bool use_checkpoints = false;
+  HostTensor checkpoints;
+  TensorView checkpoints_view;
 };
 
 void run_and_check(const PrefillConfig& c, const std::string& label, bool with_grad_final = true) {
@@ -305,20 +337,54 @@ TEST_P(GdrBackwardOnIsa, StrongDecayBetaOne) {
 }
 
 TEST_P(GdrBackwardOnIsa, BitIdenticalForOneToFourThreads) {
-  PrefillConfig c = config({70, 0, 129, 5}, 2, 4, 20, 12);
-  c.act = DType::kBF16;
-  GradProblem p(c);
-  std::vector<std::vector<uint8_t>> one;
-  for (int threads : {1, 2, 3, 4}) {
-    ScopedThreads scope(threads);
+  for (bool snapshots : {false, true}) {
+    SCOPED_TRACE(snapshots ? "with the forward's snapshots" : "recomputing the states");
+    PrefillConfig c = config({70, 0, 129, 5}, 2, 4, 20, 12);
+    c.act = DType::kBF16;
+    GradProblem p(c);
+    if (snapshots) p.record_forward();
+    std::vector<std::vector<uint8_t>> one;
+    for (int threads : {1, 2, 3, 4}) {
+      ScopedThreads scope(threads);
+      p.poison_outputs();
+      ASSERT_TRUE(p.run().ok());
+      EXPECT_TRUE(ran_multithreaded(threads));
+      if (threads == 1) {
+        one = p.output_bytes();
+        continue;
+      }
+      EXPECT_TRUE(p.output_bytes() == one) << "gradients differ with " << threads << " threads";
+    }
+  }
+}
+
+// The forward's snapshots handed to the backward (forward_checkpoints): the gradients match the reference; with
+// fp16 / fp32 activations they are the recomputing backward's bits (its checkpoint pass is the forward's
+// arithmetic); bf16 activations may differ in the last bits where the forward's grams use vdpbf16ps (AVX512_BF16).
+// Both memory orders of the snapshots; lengths around the chunk, ragged batches with empty sequences, GQA.
+TEST_P(GdrBackwardOnIsa, ForwardSnapshotsGiveTheSameGradients) {
+  struct Case { std::vector<int32_t> lengths; int64_t nk, nv, dk, dv; DType act, state; bool key_major; };
+  const Case cases[] = {
+      {{1}, 1, 2, 16, 12, DType::kF32, DType::kF32, true},
+      {{64}, 1, 2, 16, 12, DType::kF32, DType::kF32, true},
+      {{197}, 1, 2, 16, 12, DType::kF32, DType::kF32, false},
+      {{0, 70, 1, 0, 130}, 2, 4, 8, 8, DType::kF16, DType::kBF16, true},
+      {{129, 63, 65}, 1, 3, 33, 5, DType::kF32, DType::kBF16, true},
+      {{200, 64}, 2, 8, 24, 20, DType::kBF16, DType::kF32, true},
+      {{130, 7}, 1, 2, 128, 128, DType::kBF16, DType::kBF16, false},
+  };
+  for (const Case& k : cases) {
+    PrefillConfig c = config(k.lengths, k.nk, k.nv, k.dk, k.dv);
+    c.act = k.act, c.state = k.state;
+    SCOPED_TRACE(c.describe() + (k.key_major ? " key-major snapshots" : " state-major snapshots"));
+    GradProblem p(c);
+    ASSERT_TRUE(p.run().ok());
+    const std::vector<std::vector<uint8_t>> recomputed = p.output_bytes();
+    p.record_forward(k.key_major);
     p.poison_outputs();
     ASSERT_TRUE(p.run().ok());
-    EXPECT_TRUE(ran_multithreaded(threads));
-    if (threads == 1) {
-      one = p.output_bytes();
-      continue;
-    }
-    EXPECT_TRUE(p.output_bytes() == one) << "gradients differ with " << threads << " threads";
+    p.expect_matches(p.reference(), "forward's snapshots");
+    if (k.act != DType::kBF16) EXPECT_TRUE(p.output_bytes() == recomputed) << "gradients differ from recomputing";
   }
 }
 
@@ -481,8 +547,9 @@ TEST(GdrBackward, GradGNotAskedForLeavesItAlone) {
 
 // ---- aclnn -----------------------------------------------------------------------------------------------
 struct GradArgs {
-  TensorView query, key, value, beta, initial_state, lengths, g, d_out, d_final, dq, dk, dv, dbeta, dg, ds0;
-  bool has_g = true, has_final = true, has_dg = true;
+  TensorView query, key, value, beta, initial_state, lengths, g, d_out, d_final, dq, dk, dv, dbeta, dg, ds0,
+      checkpoints;
+  bool has_g = true, has_final = true, has_dg = true, has_checkpoints = false;  // checkpoints: the Ex function
   float scale = 0.5f;
 };
 
@@ -494,6 +561,8 @@ GradArgs grad_args(GradProblem* p) {
   a.dv = p->dv.view(), a.dbeta = p->dbeta.view(), a.dg = p->dg.view(), a.ds0 = p->ds0.view();
   a.has_g = a.has_dg = p->has_g();
   a.scale = p->fwd.scale();
+  a.has_checkpoints = p->use_checkpoints;
+  if (p->use_checkpoints) a.checkpoints = p->checkpoints_view;
   return a;
 }
 
@@ -501,26 +570,41 @@ Status call_cpp(const GradArgs& a) {
   return txops::chunk_gated_delta_rule_grad(a.query, a.key, a.value, a.beta, a.initial_state, a.lengths,
                                             a.has_g ? &a.g : nullptr, a.scale, a.d_out,
                                             a.has_final ? &a.d_final : nullptr, a.dq, a.dk, a.dv, a.dbeta,
-                                            a.has_dg ? &a.dg : nullptr, a.ds0);
+                                            a.has_dg ? &a.dg : nullptr, a.ds0,
+                                            a.has_checkpoints ? &a.checkpoints : nullptr);
+}
+
+// The aclnn function a call goes to, as its messages name it.
+std::string aclnn_name(const GradArgs& a) {
+  return a.has_checkpoints ? "aclnnChunkGatedDeltaRuleGradEx" : "aclnnChunkGatedDeltaRuleGrad";
 }
 
 AclnnOutcome call_aclnn(const GradArgs& a, uint64_t shortfall = 0) {
   AclTensor q(a.query), k(a.key), v(a.value), b(a.beta), s0(a.initial_state), lens(a.lengths),
       g(a.has_g ? a.g : TensorView()), d_out(a.d_out), d_final(a.has_final ? a.d_final : TensorView()), dq(a.dq),
       dk(a.dk), dv(a.dv), db(a.dbeta), dg(a.has_dg ? a.dg : TensorView()), ds0(a.ds0);
+  AclTensor checkpoints(a.has_checkpoints ? a.checkpoints : TensorView());
   AclnnOutcome o;
   aclOpExecutor* executor = nullptr;
-  o.status = aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(q.get(), k.get(), v.get(), b.get(), s0.get(), lens.get(),
-                                                          g.get(), a.scale, d_out.get(), d_final.get(), dq.get(),
-                                                          dk.get(), dv.get(), db.get(), dg.get(), ds0.get(),
-                                                          &o.workspace_size, &executor);
+  if (a.has_checkpoints) {
+    o.status = aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(
+        q.get(), k.get(), v.get(), b.get(), s0.get(), lens.get(), g.get(), a.scale, d_out.get(), d_final.get(),
+        checkpoints.get(), dq.get(), dk.get(), dv.get(), db.get(), dg.get(), ds0.get(), &o.workspace_size, &executor);
+  } else {
+    o.status = aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(q.get(), k.get(), v.get(), b.get(), s0.get(),
+                                                            lens.get(), g.get(), a.scale, d_out.get(), d_final.get(),
+                                                            dq.get(), dk.get(), dv.get(), db.get(), dg.get(),
+                                                            ds0.get(), &o.workspace_size, &executor);
+  }
   if (o.status != 0) {
     o.message = aclGetRecentErrMsg();
     return o;
   }
   const uint64_t size = o.workspace_size > shortfall ? o.workspace_size - shortfall : 0;
   std::vector<uint8_t> workspace(size);
-  o.status = aclnnChunkGatedDeltaRuleGrad(size ? workspace.data() : nullptr, size, executor, nullptr);
+  o.status = a.has_checkpoints
+                 ? aclnnChunkGatedDeltaRuleGradEx(size ? workspace.data() : nullptr, size, executor, nullptr)
+                 : aclnnChunkGatedDeltaRuleGrad(size ? workspace.data() : nullptr, size, executor, nullptr);
   if (o.status != 0) o.message = aclGetRecentErrMsg();
   return o;
 }
@@ -543,6 +627,20 @@ TEST(GdrBackwardAclnn, TwoPhaseMatchesCppApi) {
   EXPECT_EQ(short_by_one.status, 161002);
   EXPECT_EQ(short_by_one.message.rfind("aclnnChunkGatedDeltaRuleGrad: ", 0), 0u) << short_by_one.message;
   EXPECT_TRUE(names_parameter(short_by_one.message, "workspaceSize")) << short_by_one.message;
+
+  // The Ex function with the forward's snapshots: the C++ API's bytes, and a smaller workspace (one chunk's
+  // states per thread instead of every chunk's).
+  p.record_forward();
+  const AclnnOutcome ex = call_aclnn(grad_args(&p));
+  ASSERT_EQ(ex.status, 0) << ex.message;
+  EXPECT_LT(ex.workspace_size, outcome.workspace_size);
+  const std::vector<std::vector<uint8_t>> aclnn_ex = p.output_bytes();
+  p.poison_outputs();
+  ASSERT_TRUE(p.run().ok());
+  EXPECT_TRUE(p.output_bytes() == aclnn_ex) << "aclnn Ex and C++ API gradients differ";
+  const AclnnOutcome ex_short = call_aclnn(grad_args(&p), 1);
+  EXPECT_EQ(ex_short.status, 161002);
+  EXPECT_EQ(ex_short.message.rfind("aclnnChunkGatedDeltaRuleGradEx: ", 0), 0u) << ex_short.message;
 }
 
 // ---- validation ----------------------------------------------------------------------------------------------
@@ -602,6 +700,28 @@ TEST(GdrBackwardValidation, OneCodeAndMessagePerRule) {
       {"gradKey overlaps gradQuery", [](GradArgs* a, Scratch*) { a->dk = a->dq; }, kInvalid, "gradKey"},
       {"gradInitialState is initialState", [](GradArgs* a, Scratch*) { a->ds0 = a->initial_state; }, kInvalid,
        "gradInitialState"},
+      // forwardCheckpointsOptional (T = 5 < 64: R may be anything >= 0 rows needed; R = 1 given)
+      {"checkpoints dtype", [](GradArgs* a, Scratch* s) {
+         a->checkpoints = s->make(DType::kBF16, {1, 4, 6, 4});
+         a->has_checkpoints = true;
+       },
+       kInvalid, "forwardCheckpointsOptional"},
+      {"checkpoints rank", [](GradArgs* a, Scratch* s) {
+         a->checkpoints = s->make(DType::kF32, {4, 6, 4});
+         a->has_checkpoints = true;
+       },
+       kTiling, "forwardCheckpointsOptional"},
+      {"checkpoints Dk and Dv swapped", [](GradArgs* a, Scratch* s) {
+         a->checkpoints = s->make(DType::kF32, {1, 4, 4, 6});
+         a->has_checkpoints = true;
+       },
+       kTiling, "forwardCheckpointsOptional"},
+      {"checkpoints overlap gradValue", [](GradArgs* a, Scratch* s) {
+         a->checkpoints = s->make(DType::kF32, {1, 4, 6, 4});
+         a->checkpoints.data = a->dv.data;
+         a->has_checkpoints = true;
+       },
+       kInvalid, "forwardCheckpointsOptional"},
   };
   for (const GradRule& rule : rules) {
     SCOPED_TRACE(rule.what);
@@ -617,7 +737,7 @@ TEST(GdrBackwardValidation, OneCodeAndMessagePerRule) {
     if (rule.code != kNull) EXPECT_NE(st.message().find("got"), std::string::npos) << st.message();
     const AclnnOutcome o = call_aclnn(a);
     EXPECT_EQ(static_cast<int>(o.status), static_cast<int>(rule.code)) << o.message;
-    EXPECT_EQ(o.message.rfind("aclnnChunkGatedDeltaRuleGrad: ", 0), 0u) << o.message;
+    EXPECT_EQ(o.message.rfind(aclnn_name(a) + ": ", 0), 0u) << o.message;
     EXPECT_TRUE(names_parameter(o.message, rule.param)) << o.message;
   }
   // Optional tensors may be absent: no gradFinalState, no g (then no gradG).
@@ -628,6 +748,28 @@ TEST(GdrBackwardValidation, OneCodeAndMessagePerRule) {
   a.has_g = a.has_dg = false;
   EXPECT_TRUE(call_cpp(a).ok());
   EXPECT_EQ(call_aclnn(a).status, 0);
+}
+
+// forwardCheckpointsOptional must name as many rows as the sequences' full chunks (Σ L_b / 64), and have data.
+TEST(GdrBackwardValidation, CheckpointRowsCoverEveryFullChunk) {
+  PrefillConfig c = config({130, 64, 63}, 1, 2, 8, 8);  // 2 + 1 + 0 rows
+  GradProblem p(c);
+  Scratch scratch;
+  GradArgs a = grad_args(&p);
+  a.has_checkpoints = true;
+  a.checkpoints = scratch.make(DType::kF32, {2, 2, 8, 8});
+  Status st = call_cpp(a);
+  EXPECT_EQ(st.code(), StatusCode::kTilingError) << st.message();
+  EXPECT_NE(st.message().find("forwardCheckpointsOptional dim 0 (R) must be >= 3"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(call_aclnn(a).status, static_cast<int>(StatusCode::kTilingError));
+  a.checkpoints = scratch.make(DType::kF32, {3, 2, 8, 8});
+  EXPECT_TRUE(call_cpp(a).ok());
+  // A view without data (aclnn's null tensor is "absent" instead).
+  a.checkpoints.data = nullptr;
+  st = call_cpp(a);
+  EXPECT_EQ(st.code(), StatusCode::kNullptr) << st.message();
+  EXPECT_TRUE(names_parameter(st.message(), "forwardCheckpointsOptional")) << st.message();
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // dev/gdr/backward_speed.cpp — throwaway: the backward (txops::chunk_gated_delta_rule_grad) against the forward
 // (txops::chunk_gated_delta_rule) on one Qwen3-Next-like shape: one sequence of T tokens, Nk = 16, Nv = 32,
 // Dk = Dv = 128, bf16 activations, fp32 state, g present; wall-clock best of `reps` alternating runs, for each
-// thread count given. Prints each time, the ratio, and the backward's workspace.
+// thread count given. Prints each time, the ratio, and a hash of the gradients. DEV_SNAPSHOTS=1: the forward
+// writes its fp32 snapshots every 64 tokens and the backward reads them.
 // Usage: BUILD_DIR=build-bwd dev/gdr/build.sh backward_speed; build-bwd/dev_backward_speed [T] [reps] [threads...]
 #include <algorithm>
 #include <chrono>
@@ -57,19 +58,30 @@ int main(int argc, char** argv) {
   reinterpret_cast<int32_t*>(lens.bytes.data())[0] = static_cast<int32_t>(T);
   const TensorView gv = g.view(), dfv = d_fin.view(), dgv = dg.view();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  // DEV_SNAPSHOTS=1: the training pair — the forward writes its fp32 snapshots every 64 tokens, the backward
+  // reads them (forward_checkpoints) instead of recomputing the states.
+  const bool snapshots = std::getenv("DEV_SNAPSHOTS") != nullptr && std::atoi(std::getenv("DEV_SNAPSHOTS")) != 0;
+  // DEV_SNAPSHOTS=2: the snapshots in key-major memory order ((R, Nv, Dk, Dv), passed as its transposed view).
+  const bool key_major = snapshots && std::atoi(std::getenv("DEV_SNAPSHOTS")) == 2;
+  Buf cps(DType::kF32, {snapshots ? T / 64 : 1, Nv, D, D});
+  TensorView cpv = cps.view();
+  if (key_major) std::swap(cpv.strides[2], cpv.strides[3]);
+  GdrPrefillOptions options;
+  if (snapshots) options.checkpoint_every = 64, options.checkpoints = &cpv;
   auto forward = [&] {
     Status s = chunk_gated_delta_rule(q.view(), k.view(), v.view(), beta.view(), s0.view(), lens.view(), &gv, scale,
-                                      out.view(), fin.view());
+                                      out.view(), fin.view(), options);
     if (!s.ok()) std::fprintf(stderr, "%s\n", s.message().c_str()), std::exit(1);
   };
   auto backward = [&] {
     Status s = chunk_gated_delta_rule_grad(q.view(), k.view(), v.view(), beta.view(), s0.view(), lens.view(), &gv,
                                            scale, d_out.view(), &dfv, dq.view(), dk.view(), dv.view(), db.view(),
-                                           &dgv, ds0.view());
+                                           &dgv, ds0.view(), snapshots ? &cpv : nullptr);
     if (!s.ok()) std::fprintf(stderr, "%s\n", s.message().c_str()), std::exit(1);
   };
-  std::printf("T=%lld B=1 Nk=%lld Nv=%lld Dk=Dv=%lld bf16 state=fp32 g isa=%s\n", static_cast<long long>(T),
-              static_cast<long long>(Nk), static_cast<long long>(Nv), static_cast<long long>(D), isa_name(active_isa()));
+  std::printf("T=%lld B=1 Nk=%lld Nv=%lld Dk=Dv=%lld bf16 state=fp32 g isa=%s snapshots=%d\n",
+              static_cast<long long>(T), static_cast<long long>(Nk), static_cast<long long>(Nv),
+              static_cast<long long>(D), isa_name(active_isa()), snapshots ? 1 : 0);
   for (int threads : thread_counts) {
     set_num_threads(threads);
     forward(), backward();  // warm-up (workspace allocation, pages)

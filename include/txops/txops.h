@@ -225,7 +225,10 @@ TXOPS_CPP_API Status recurrent_gated_delta_rule(const TensorView& query, const T
 // the gradients written, in the order of the inputs they belong to: grad_query, grad_key (T, Nk, Dk) — summed over
 // the value heads sharing each key head — grad_value (T, Nv, Dv), grad_beta (T, Nv) (activation dtype), grad_g
 // (T, Nv) fp32 (null: not computed; must be null when g is), grad_initial_state (B, Nv, Dv, Dk) (state dtype; may
-// be grad_final_state itself).
+// be grad_final_state itself). forward_checkpoints (optional, fp32 (R, Nv, Dv, Dk)): the snapshots the forward wrote
+// with GdrPrefillOptions::checkpoint_every = 64 (fp32, default starts); given, the backward reads the state before
+// each chunk from them instead of recomputing it (faster; the forward then keeps 4·Dk·Dv/64 bytes per token and
+// value head). Without them nothing is kept between the calls.
 TXOPS_CPP_API Status chunk_gated_delta_rule_grad(const TensorView& query, const TensorView& key,
                                                  const TensorView& value, const TensorView& beta,
                                                  const TensorView& initial_state,
@@ -234,7 +237,8 @@ TXOPS_CPP_API Status chunk_gated_delta_rule_grad(const TensorView& query, const 
                                                  const TensorView* grad_final_state, const TensorView& grad_query,
                                                  const TensorView& grad_key, const TensorView& grad_value,
                                                  const TensorView& grad_beta, const TensorView* grad_g,
-                                                 const TensorView& grad_initial_state);
+                                                 const TensorView& grad_initial_state,
+                                                 const TensorView* forward_checkpoints = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // Causal conv1d (docs/causal_conv1d.md): the depthwise causal convolution of Mamba / Gated DeltaNet layers,

@@ -150,7 +150,7 @@ void chunk_gated_delta_rule_grad(py::handle query, py::handle key, py::handle va
                                  py::handle initial_state, py::handle actual_seq_lengths, py::handle g, float scale,
                                  py::handle grad_out, py::handle grad_final_state, py::handle grad_query,
                                  py::handle grad_key, py::handle grad_value, py::handle grad_beta, py::handle grad_g,
-                                 py::handle grad_initial_state) {
+                                 py::handle grad_initial_state, py::handle forward_checkpoints) {
   ImportedTensors t;
   const auto qv = t.view(query, "query"), kv = t.view(key, "key"), vv = t.view(value, "value");
   const auto bv = t.view(beta, "beta"), iv = t.view(initial_state, "initial_state");
@@ -163,10 +163,12 @@ void chunk_gated_delta_rule_grad(py::handle query, py::handle key, py::handle va
   const auto dvv = t.view(grad_value, "grad_value"), dbv = t.view(grad_beta, "grad_beta");
   const auto dgv = t.optional_view(grad_g, "grad_g", &has_dg);
   const auto dsv = t.view(grad_initial_state, "grad_initial_state");
+  bool has_cps;
+  const auto cv = t.optional_view(forward_checkpoints, "forward_checkpoints", &has_cps);
   run_without_gil([&] {
     return txops::chunk_gated_delta_rule_grad(qv, kv, vv, bv, iv, lv, if_present(gv, has_g), scale, dov,
                                               if_present(dfv, has_dfinal), dqv, dkv, dvv, dbv,
-                                              if_present(dgv, has_dg), dsv);
+                                              if_present(dgv, has_dg), dsv, if_present(cv, has_cps));
   });
 }
 
@@ -328,7 +330,8 @@ PYBIND11_MODULE(_txops, m) {
   m.def("chunk_gated_delta_rule_grad", &chunk_gated_delta_rule_grad, arg("query"), arg("key"), arg("value"),
         arg("beta"), arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"),
         arg("grad_out"), arg("grad_final_state").none(true), arg("grad_query"), arg("grad_key"), arg("grad_value"),
-        arg("grad_beta"), arg("grad_g").none(true), arg("grad_initial_state"));
+        arg("grad_beta"), arg("grad_g").none(true), arg("grad_initial_state"),
+        arg("forward_checkpoints").none(true) = py::none());
   m.def("recurrent_gated_delta_rule", &recurrent_gated_delta_rule, arg("query"), arg("key"), arg("value"),
         arg("beta"), arg("state"), arg("actual_seq_lengths"), arg("ssm_state_indices"), arg("g").none(true),
         arg("gk").none(true), arg("num_accepted_tokens").none(true), arg("scale"), arg("out"));

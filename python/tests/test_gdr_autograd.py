@@ -2,8 +2,9 @@
 (chunk_gated_delta_rule_grad) gives against float64 autograd through the token loop (references.py), swept over
 lengths around the chunk (1, C-1, C, C+1, 3C+5, ragged with an empty sequence), GQA ratios, odd head dims, g or
 none, fp32 / bf16 states, bf16 activations, a scale other than Dk^-1/2; torch.autograd.gradcheck on tiny fp32
-problems; torch.compile of a training step; numpy; chained calls; threads. (opcheck of the operator and of its
-backward: test_torch_library.py.)"""
+problems; torch.compile of a training step; numpy; chained calls; threads; the training forward's kept states
+(chunk_gated_delta_rule_train) against the backward that recomputes them. (opcheck of the operators and of
+their backward: test_torch_library.py.)"""
 import numpy as np
 import pytest
 import torch
@@ -224,3 +225,54 @@ def test_recurrent_decode_still_refuses_autograd():
     with pytest.raises(RuntimeError, match="query requires grad"):
         txops.recurrent_gated_delta_rule(inputs["query"].requires_grad_(), inputs["key"], inputs["value"],
                                          inputs["beta"], pool, [1, 1], [0, 2])
+
+
+def test_kept_states_give_the_recomputing_backwards_gradients():
+    """Under autograd the public function runs the training forward, which keeps its fp32 states every 64 tokens
+    ((T // 64, Nv, Dv, Dk), key-major in memory) for the backward; the gradients are those of the registered
+    operator whose backward recomputes the states: the same bits with fp32 activations, within the bf16
+    tolerance with bf16 (whose forward grams may use vdpbf16ps)."""
+    for dtype in (torch.float32, torch.bfloat16):
+        inputs, lens, weights = problem([2 * C + 9, 0, C, 5], 2, 4, 16, 8, dtype=dtype, seed=9)
+        leaves = {n: t.clone().requires_grad_() for n, t in inputs.items()}
+        out, final = txops.chunk_gated_delta_rule(*(leaves[n] for n in NAMES[:5]), lens, g=leaves["g"])
+        assert "chunk_gated_delta_rule_train" in out.grad_fn.name()
+        loss = (out.double() * weights[0].double()).sum() + (final.double() * weights[1].double()).sum()
+        kept = torch.autograd.grad(loss, list(leaves.values()))
+        leaves = {n: t.clone().requires_grad_() for n, t in inputs.items()}
+        out, final = torch.ops.txops.chunk_gated_delta_rule(*(leaves[n] for n in NAMES[:5]), lens, leaves["g"],
+                                                            16 ** -0.5)
+        loss = (out.double() * weights[0].double()).sum() + (final.double() * weights[1].double()).sum()
+        recomputed = torch.autograd.grad(loss, list(leaves.values()))
+        for name, a, b in zip(leaves, kept, recomputed):
+            if dtype == torch.float32:
+                assert torch.equal(a, b), name
+            else:
+                max_rel, rms_rel = errors(a, b)
+                assert max_rel <= 2 ** -6 and rms_rel <= 2 ** -8, (name, max_rel, rms_rel)
+    # what is kept: one fp32 state per 64 tokens and value head, rows past the sequences' own zero
+    inputs, lens, _ = problem([2 * C + 9, 0, C, 5], 2, 4, 16, 8, seed=9)
+    _, _, states = torch.ops.txops.chunk_gated_delta_rule_train(*(inputs[n] for n in NAMES[:5]), lens, inputs["g"],
+                                                                0.25)
+    assert states.shape == (3, 4, 8, 16) and states.dtype == torch.float32 and states.stride() == (512, 128, 1, 8)
+    assert torch.count_nonzero(states[:3]) > 0
+    # inference keeps nothing: without autograd the plain operator runs
+    with torch.no_grad():
+        out, _ = txops.chunk_gated_delta_rule(*(inputs[n].requires_grad_() for n in NAMES[:5]), lens, g=inputs["g"])
+    assert out.grad_fn is None
+
+
+def test_numpy_backward_reads_the_forwards_snapshots():
+    """numpy: the forward's snapshots (checkpoint_every_n_tokens=64, fp32, key-major) handed to
+    chunk_gated_delta_rule_grad give the recomputing call's gradients bit for bit (fp32)."""
+    inputs, lens, weights = problem([C + 9, 2 * C], 1, 2, 8, 8, seed=10)
+    args = [inputs[n].numpy() for n in NAMES[:5]]
+    snapshots = np.zeros((3, 2, 8, 8), np.float32).transpose(0, 1, 3, 2)  # (R, Nv, Dv, Dk), key-major memory
+    txops.chunk_gated_delta_rule(*args, lens.numpy(), g=inputs["g"].numpy(), checkpoint_every_n_tokens=C,
+                                 state_checkpoints=snapshots)
+    plain = txops.chunk_gated_delta_rule_grad(*args, lens.numpy(), weights[0].numpy(), weights[1].numpy(),
+                                              g=inputs["g"].numpy())
+    kept = txops.chunk_gated_delta_rule_grad(*args, lens.numpy(), weights[0].numpy(), weights[1].numpy(),
+                                             g=inputs["g"].numpy(), forward_checkpoints=snapshots)
+    for a, b in zip(plain, kept):
+        assert np.array_equal(a, b)

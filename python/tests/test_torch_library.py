@@ -95,6 +95,13 @@ def gdr_cases():
             # recorded by autograd (opcheck then checks the registered backward too)
             leaves = [t.clone().requires_grad_() for t in (q, k, v, beta, state)]
             cases.append(("chunk_gated_delta_rule", (*leaves, seq, g.clone().requires_grad_(), 0.25)))
+            # the training forward (also the states every 64 tokens), plain and recorded, and the backward reading
+            # its states
+            cases.append(("chunk_gated_delta_rule_train", (q, k, v, beta, state, seq, g, 0.25)))
+            cases.append(("chunk_gated_delta_rule_train", (*leaves, seq, g.clone().requires_grad_(), 0.25)))
+            kept = torch.ops.txops.chunk_gated_delta_rule_train(q, k, v, beta, state, seq, g, 0.25)[2]
+            cases.append(("chunk_gated_delta_rule_grad", (q, k, v, beta, state, seq, g, 0.25,
+                                                          torch.randn(v.shape).to(dtype), None, kept)))
             out, final = torch.empty(v.shape, dtype=dtype), torch.empty_like(state)
             cases.append(("chunk_gated_delta_rule_out", (q, k, v, beta, state, seq, g, 0.25, out, final)))
         lengths = [2, 1, 1]
@@ -189,6 +196,7 @@ def test_mutations_are_declared():
         "partial_rotary_mul": [], "inplace_partial_rotary_mul_grad": ["grad_output"],
         "apply_rotary_pos_emb": ["query", "key"], "apply_rotary_pos_emb_functional": [],
         "apply_rotary_pos_emb_grad": [], "chunk_gated_delta_rule": [], "chunk_gated_delta_rule_grad": [],
+        "chunk_gated_delta_rule_train": [],
         "chunk_gated_delta_rule_out": ["out", "final_state"], "recurrent_gated_delta_rule": ["state"],
         "recurrent_gated_delta_rule_out": ["state", "out"], "causal_conv1d_fn": ["conv_states"],
         "causal_conv1d_fn_out": ["conv_states", "out"], "causal_conv1d_update": ["conv_states"],

@@ -19,8 +19,12 @@ Operators (all CPU; ``rotary_mode`` is the code 0 half, 1 interleave, 2 quarter,
 ``chunk_gated_delta_rule``             prefill -> (out, final_state); differentiable (query, key, value, beta,
                                        initial_state, g)
 ``chunk_gated_delta_rule_out``         the same into given out / final_state (mutated)
+``chunk_gated_delta_rule_train``       the training forward -> (out, final_state, checkpoints): also the fp32
+                                       states after every 64 tokens (max(T // 64, 1), Nv, Dv, Dk), key-major in
+                                       memory, which its autograd hands to the backward; differentiable as above
 ``chunk_gated_delta_rule_grad``        its backward -> (grad_query, grad_key, grad_value, grad_beta, grad_g,
-                                       grad_initial_state); grad_g is an empty (0,) tensor when g is None
+                                       grad_initial_state); grad_g is an empty (0,) tensor when g is None;
+                                       forward_checkpoints: the train op's checkpoints (None: recomputed)
 ``recurrent_gated_delta_rule``         decode -> out; the state pool is mutated
 ``recurrent_gated_delta_rule_out``     the same into a given out (mutated)
 ``causal_conv1d_fn``                   prefill causal conv -> y; conv_states mutated (``activation`` 0 none,
@@ -67,9 +71,12 @@ SCHEMAS = {
     "chunk_gated_delta_rule_out":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor initial_state, Tensor actual_seq_lengths, "
         "Tensor? g, float scale, Tensor(a!) out, Tensor(b!) final_state) -> ()",
+    "chunk_gated_delta_rule_train":
+        "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor initial_state, Tensor actual_seq_lengths, "
+        "Tensor? g, float scale) -> (Tensor, Tensor, Tensor)",
     "chunk_gated_delta_rule_grad":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor initial_state, Tensor actual_seq_lengths, "
-        "Tensor? g, float scale, Tensor grad_out, Tensor? grad_final_state) "
+        "Tensor? g, float scale, Tensor grad_out, Tensor? grad_final_state, Tensor? forward_checkpoints=None) "
         "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
     "recurrent_gated_delta_rule":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor(a!) state, Tensor actual_seq_lengths, "
@@ -177,15 +184,31 @@ def _chunk_gated_delta_rule_out(query, key, value, beta, initial_state, actual_s
     _written(out, final_state)
 
 
+_SNAPSHOT_EVERY = 64  # tokens between the training forward's states (the kernels' chunk)
+
+
+def _chunk_gated_delta_rule_train(query, key, value, beta, initial_state, actual_seq_lengths, g, scale):
+    out, final_state, checkpoints = _fake_chunk_gated_delta_rule_train(query, key, value, beta, initial_state,
+                                                                       actual_seq_lengths, g, scale)
+    _C.chunk_gated_delta_rule_ex(_dl(query), _dl(key), _dl(value), _dl(beta), _dl(initial_state),
+                                 _dl(actual_seq_lengths), _dl(g), scale, _dl(out), _dl(final_state), None, None,
+                                 _SNAPSHOT_EVERY, _dl(checkpoints), None, 0)
+    # rows past the sequences' own (T // 64 bounds them) are zeroed, so the output is fully defined
+    checkpoints[int((actual_seq_lengths.to(torch.int64) // _SNAPSHOT_EVERY).sum()):].zero_()
+    _written(out, final_state, checkpoints)
+    return out, final_state, checkpoints
+
+
 def _chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, grad_out,
-                                 grad_final_state):
+                                 grad_final_state, forward_checkpoints=None):
     grads = _fake_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale,
-                                              grad_out, grad_final_state)
+                                              grad_out, grad_final_state, forward_checkpoints)
     grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state = grads
     _C.chunk_gated_delta_rule_grad(_dl(query), _dl(key), _dl(value), _dl(beta), _dl(initial_state),
                                    _dl(actual_seq_lengths), _dl(g), scale, _dl(grad_out), _dl(grad_final_state),
                                    _dl(grad_query), _dl(grad_key), _dl(grad_value), _dl(grad_beta),
-                                   _dl(grad_g) if g is not None else None, _dl(grad_initial_state))
+                                   _dl(grad_g) if g is not None else None, _dl(grad_initial_state),
+                                   _dl(forward_checkpoints) if forward_checkpoints is not None else None)
     return grads
 
 
@@ -266,8 +289,19 @@ def _fake_chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_
             _new(initial_state.shape, initial_state.dtype, initial_state))
 
 
+def _fake_chunk_gated_delta_rule_train(query, key, value, beta, initial_state, actual_seq_lengths, g, scale):
+    # The snapshots: one row per 64 tokens bounds what any split of T into sequences writes (Σ L_b // 64 <= T // 64);
+    # key-major memory ((R, Nv, Dk, Dv), viewed as (R, Nv, Dv, Dk)), which the kernels move as contiguous runs.
+    tokens, value_heads, value_dim = value.shape
+    rows = max(tokens // _SNAPSHOT_EVERY, 1)
+    checkpoints = torch.empty((rows, value_heads, key.shape[-1], value_dim), dtype=torch.float32,
+                              device=query.device).transpose(2, 3)
+    return _fake_chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g,
+                                        scale) + (checkpoints,)
+
+
 def _fake_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale,
-                                      grad_out, grad_final_state):
+                                      grad_out, grad_final_state, forward_checkpoints=None):
     return (_new(query.shape, query.dtype, query), _new(key.shape, query.dtype, query),
             _new(value.shape, query.dtype, query), _new(beta.shape, query.dtype, query),
             _new(g.shape if g is not None else (0,), torch.float32, query),
@@ -399,8 +433,21 @@ def _setup_chunk_gated_delta_rule(ctx, inputs, output):
     ctx.scale = scale
 
 
+def _setup_chunk_gated_delta_rule_train(ctx, inputs, output):
+    query, key, value, beta, initial_state, actual_seq_lengths, g, scale = inputs
+    # The forward's states every 64 tokens are kept for the backward (4·Dk·Dv / 64 bytes per token and value head).
+    ctx.mark_non_differentiable(output[2])
+    ctx.save_for_backward(query, key, value, beta, initial_state, actual_seq_lengths, g, output[2])
+    ctx.scale = scale
+
+
+def _backward_chunk_gated_delta_rule_train(ctx, grad_out, grad_final_state, _grad_checkpoints):
+    return _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state)
+
+
 def _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state):
-    query, key, value, beta, initial_state, actual_seq_lengths, g = ctx.saved_tensors
+    query, key, value, beta, initial_state, actual_seq_lengths, g, *kept = ctx.saved_tensors
+    checkpoints = kept[0] if kept else None
     needs = ctx.needs_input_grad
     if grad_out is None:  # autograd materializes an unused output's grad as zeros; None only if that is off
         grad_out = torch.zeros(_value_rows(value), dtype=query.dtype, device=query.device)
@@ -409,7 +456,7 @@ def _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state):
     if grad_final_state is not None and grad_final_state.dtype != initial_state.dtype:
         grad_final_state = grad_final_state.to(initial_state.dtype)
     grads = torch.ops.txops.chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths,
-                                                        g, ctx.scale, grad_out, grad_final_state)
+                                                        g, ctx.scale, grad_out, grad_final_state, checkpoints)
     grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state = grads
     return (grad_query if needs[0] else None, grad_key if needs[1] else None, grad_value if needs[2] else None,
             grad_beta if needs[3] else None, grad_initial_state if needs[4] else None, None,
@@ -427,6 +474,7 @@ KERNELS = {
     "apply_rotary_pos_emb_grad": (_apply_rotary_pos_emb_grad, _fake_apply_rotary_pos_emb_grad),
     "chunk_gated_delta_rule": (_chunk_gated_delta_rule, _fake_chunk_gated_delta_rule),
     "chunk_gated_delta_rule_out": (_chunk_gated_delta_rule_out, _fake_none),
+    "chunk_gated_delta_rule_train": (_chunk_gated_delta_rule_train, _fake_chunk_gated_delta_rule_train),
     "chunk_gated_delta_rule_grad": (_chunk_gated_delta_rule_grad, _fake_chunk_gated_delta_rule_grad),
     "recurrent_gated_delta_rule": (_recurrent_gated_delta_rule, _fake_recurrent_gated_delta_rule),
     "recurrent_gated_delta_rule_out": (_recurrent_gated_delta_rule_out, _fake_none),
@@ -441,6 +489,7 @@ AUTOGRAD = {
     "partial_rotary_mul": (_backward_partial_rotary_mul, _setup_partial_rotary_mul),
     "apply_rotary_pos_emb_functional": (_backward_apply_rotary_pos_emb, _setup_apply_rotary_pos_emb),
     "chunk_gated_delta_rule": (_backward_chunk_gated_delta_rule, _setup_chunk_gated_delta_rule),
+    "chunk_gated_delta_rule_train": (_backward_chunk_gated_delta_rule_train, _setup_chunk_gated_delta_rule_train),
 }
 
 

@@ -3,8 +3,10 @@ and numpy arrays: chunk_gated_delta_rule for prefill, recurrent_gated_delta_rule
 
 Shapes (docs/gated_delta_rule.md): query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), g (T, Nv) fp32,
 states (B | BlockNum, Nv, Dv, Dk); T concatenates the sequences, whose lengths are actual_seq_lengths (int32).
-chunk_gated_delta_rule is differentiable with torch (its backward, chunk_gated_delta_rule_grad, recomputes the
-forward's states: the forward keeps only its inputs); the decode operator has no backward. Under autograd,
+chunk_gated_delta_rule is differentiable with torch: when autograd records it, the forward also keeps its fp32
+states every 64 tokens (torch.ops.txops.chunk_gated_delta_rule_train; 4·Dk·Dv/64 bytes per token and value head)
+and its backward, chunk_gated_delta_rule_grad, reads them; calls without autograd keep nothing. The decode operator
+has no backward. Under autograd,
 torch.compile or a tracing mode they go through torch.ops.txops.* (txops._torch_ops).
 """
 from __future__ import annotations
@@ -116,8 +118,17 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
         initial_state = zeros((lengths.shape[0], value_heads, value_dim, key_dim), _float32_of(query), query)
     scale = _default_scale(scale, key)
     ops = torch_ops(query, key, value, beta, initial_state, g)
-    if ops is not None and ((out is None and final_state is None) or
-                            grad_needed(query, key, value, beta, initial_state, g)):
+    if ops is not None and grad_needed(query, key, value, beta, initial_state, g):
+        # Training: the forward also keeps its fp32 states every 64 tokens for the backward (1 KiB per token and
+        # value head at Dk = Dv = 128), which then skips recomputing them.
+        result, result_state, _ = ops.chunk_gated_delta_rule_train(query, key, value, beta, initial_state, lengths,
+                                                                   g, scale)
+        if out is not None:
+            result = out.copy_(result)
+        if final_state is not None:
+            result_state = final_state.copy_(result_state)
+        return result, result_state
+    if ops is not None and out is None and final_state is None:
         result, result_state = ops.chunk_gated_delta_rule(query, key, value, beta, initial_state, lengths, g, scale)
         if out is not None:
             result = out.copy_(result)
@@ -218,13 +229,14 @@ def _serving(query, key, value, beta, initial_state, actual_seq_lengths, g, scal
 def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Array, initial_state: Array,
                                 actual_seq_lengths: Ints, grad_out: Array, grad_final_state: Optional[Array] = None, *,
                                 g: Optional[Array] = None, scale: Optional[float] = None,
-                                need_grad_g: bool = True) -> Tuple[Array, Array, Array, Array, Optional[Array], Array]:
+                                need_grad_g: bool = True, forward_checkpoints: Optional[Array] = None
+                                ) -> Tuple[Array, Array, Array, Array, Optional[Array], Array]:
     """The backward of :func:`chunk_gated_delta_rule` (``aclnnChunkGatedDeltaRuleGrad``, a txops extension).
 
     The gradients of ``L = sum(grad_out * out) + sum(grad_final_state * final_state)`` with respect to the
-    forward's inputs, where ``(out, final_state)`` is the forward on the same inputs (recomputed here: the
-    forward keeps nothing for it). Autograd calls it for you; call it directly for numpy or a hand-written
-    backward.
+    forward's inputs, where ``(out, final_state)`` is the forward on the same inputs (its states recomputed here,
+    or read from ``forward_checkpoints``). Autograd calls it for you; call it directly for numpy or a
+    hand-written backward.
 
     Parameters
     ----------
@@ -236,6 +248,11 @@ def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Ar
         (B, Nv, Dv, Dk), initial_state's dtype; None means zero.
     need_grad_g : bool
         Compute grad_g (only with g).
+    forward_checkpoints : torch.Tensor or numpy.ndarray, optional
+        (R, Nv, Dv, Dk) fp32: the snapshots the forward wrote with ``checkpoint_every_n_tokens=64`` (default
+        starts; R >= the sum of L_b // 64). The backward then reads the state before each chunk instead of
+        recomputing it (faster); a key-major memory order (the transposed view of an (R, Nv, Dk, Dv) array) is
+        read fastest.
 
     Returns
     -------
@@ -260,7 +277,7 @@ def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Ar
     ops = traced_torch_ops(query)
     if ops is not None:
         grads = ops.chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, lengths, g, scale, grad_out,
-                                                grad_final_state)
+                                                grad_final_state, forward_checkpoints)
         return grads[:4] + ((grads[4] if g is not None and need_grad_g else None), grads[5])
     with_grad_g = g is not None and need_grad_g
     grad_query = empty(tuple(query.shape), query.dtype, query)
@@ -274,7 +291,8 @@ def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Ar
                                    export_output(grad_query, "grad_query"), export_output(grad_key, "grad_key"),
                                    export_output(grad_value, "grad_value"), export_output(grad_beta, "grad_beta"),
                                    export_output(grad_g, "grad_g") if with_grad_g else None,
-                                   export_output(grad_initial_state, "grad_initial_state"))
+                                   export_output(grad_initial_state, "grad_initial_state"),
+                                   export(forward_checkpoints))
     written(grad_query, grad_key, grad_value, grad_beta, grad_initial_state, *(() if grad_g is None else (grad_g,)))
     return grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state
 

@@ -1,5 +1,6 @@
-// aclnn_chunk_gated_delta_rule_grad.cpp — aclnnChunkGatedDeltaRuleGrad (txops extension, the backward of
-// aclnnChunkGatedDeltaRule): aclTensor -> TensorView (optional tensors may be null), then the backward's phase one.
+// aclnn_chunk_gated_delta_rule_grad.cpp — aclnnChunkGatedDeltaRuleGrad and aclnnChunkGatedDeltaRuleGradEx (txops
+// extensions, the backward of aclnnChunkGatedDeltaRule; Ex also takes the forward's snapshots): aclTensor ->
+// TensorView (optional tensors may be null), then the backward's phase one.
 #include "aclnnop/aclnn_chunk_gated_delta_rule_grad.h"
 
 #include "aclnn/gdr_prefill_inputs.h"
@@ -10,19 +11,26 @@
 using namespace txops;
 
 static constexpr const char* kChunkGrad = "aclnnChunkGatedDeltaRuleGrad";
+static constexpr const char* kChunkGradEx = "aclnnChunkGatedDeltaRuleGradEx";
 
-aclnnStatus aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(
-    const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* beta,
-    const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
-    const aclTensor* gradOut, const aclTensor* gradFinalStateOptional, aclTensor* gradQuery, aclTensor* gradKey,
-    aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional, aclTensor* gradInitialState,
-    uint64_t* workspaceSize, aclOpExecutor** executor) {
+namespace {
+
+aclnnStatus grad_workspace_size(const char* name, const aclTensor* query, const aclTensor* key,
+                                const aclTensor* value, const aclTensor* beta, const aclTensor* initialState,
+                                const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
+                                const aclTensor* gradOut, const aclTensor* gradFinalStateOptional,
+                                const aclTensor* forwardCheckpointsOptional, aclTensor* gradQuery, aclTensor* gradKey,
+                                aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional,
+                                aclTensor* gradInitialState, uint64_t* workspaceSize, aclOpExecutor** executor) {
   GdrPrefillInputs in;
-  TensorView d_out, d_final, dq, dk, dv, db, dg, ds0;
-  bool has_final = false, has_dg = false;
+  TensorView d_out, d_final, checkpoints, dq, dk, dv, db, dg, ds0;
+  bool has_final = false, has_checkpoints = false, has_dg = false;
   Status st = gdr_prefill_inputs(query, key, value, beta, initialState, actualSeqLengths, gOptional, &in);
   if (st.ok()) st = tensor_to_view(gradOut, "gradOut", &d_out);
   if (st.ok()) st = optional_tensor_to_view(gradFinalStateOptional, "gradFinalStateOptional", &d_final, &has_final);
+  if (st.ok())
+    st = optional_tensor_to_view(forwardCheckpointsOptional, "forwardCheckpointsOptional", &checkpoints,
+                                 &has_checkpoints);
   if (st.ok()) st = tensor_to_view(gradQuery, "gradQuery", &dq);
   if (st.ok()) st = tensor_to_view(gradKey, "gradKey", &dk);
   if (st.ok()) st = tensor_to_view(gradValue, "gradValue", &dv);
@@ -35,13 +43,43 @@ aclnnStatus aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(
     st = prepare_chunk_gated_delta_rule_grad(in.query, in.key, in.value, in.beta, in.initial_state,
                                              in.actual_seq_lengths, in.g_or_null(), scaleValue, d_out,
                                              has_final ? &d_final : nullptr, dq, dk, dv, db,
-                                             has_dg ? &dg : nullptr, ds0, &op);
+                                             has_dg ? &dg : nullptr, ds0, has_checkpoints ? &checkpoints : nullptr,
+                                             &op);
   }
-  if (!st.ok()) return report(kChunkGrad, st);
-  return make_executor(kChunkGrad, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
+  if (!st.ok()) return report(name, st);
+  return make_executor(name, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
+}
+
+}  // namespace
+
+aclnnStatus aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(
+    const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* beta,
+    const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
+    const aclTensor* gradOut, const aclTensor* gradFinalStateOptional, aclTensor* gradQuery, aclTensor* gradKey,
+    aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional, aclTensor* gradInitialState,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  return grad_workspace_size(kChunkGrad, query, key, value, beta, initialState, actualSeqLengths, gOptional,
+                             scaleValue, gradOut, gradFinalStateOptional, nullptr, gradQuery, gradKey, gradValue,
+                             gradBeta, gradGOptional, gradInitialState, workspaceSize, executor);
 }
 
 aclnnStatus aclnnChunkGatedDeltaRuleGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
                                          aclrtStream /*stream*/) {
   return run_executor(kChunkGrad, workspace, workspaceSize, executor);
+}
+
+aclnnStatus aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(
+    const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* beta,
+    const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
+    const aclTensor* gradOut, const aclTensor* gradFinalStateOptional, const aclTensor* forwardCheckpointsOptional,
+    aclTensor* gradQuery, aclTensor* gradKey, aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional,
+    aclTensor* gradInitialState, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  return grad_workspace_size(kChunkGradEx, query, key, value, beta, initialState, actualSeqLengths, gOptional,
+                             scaleValue, gradOut, gradFinalStateOptional, forwardCheckpointsOptional, gradQuery,
+                             gradKey, gradValue, gradBeta, gradGOptional, gradInitialState, workspaceSize, executor);
+}
+
+aclnnStatus aclnnChunkGatedDeltaRuleGradEx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                           aclrtStream /*stream*/) {
+  return run_executor(kChunkGradEx, workspace, workspaceSize, executor);
 }

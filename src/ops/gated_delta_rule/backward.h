@@ -27,6 +27,11 @@ struct GdrGradProblem {
   bool has_grad_g = false;
   TensorView grad_g;                            // (T, Nv) fp32, only with g
   TensorView grad_initial_state;                // (B, Nv, Dv, Dk), state dtype
+  // The forward's fp32 snapshots after every kGdrChunk tokens (its checkpoint_every option, starts the running
+  // sum): S before chunk c >= 1 of sequence b is row checkpoint_start[b] + c - 1. Absent: the backward recomputes.
+  bool has_checkpoints = false;
+  TensorView checkpoints;                       // (R, Nv, Dv, Dk) fp32
+  std::vector<int64_t> checkpoint_start;        // B
 };
 
 // Phase-one rules (validate.cpp, table in README.md "Backward").
@@ -37,7 +42,7 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                                             const TensorView& grad_query, const TensorView& grad_key,
                                             const TensorView& grad_value, const TensorView& grad_beta,
                                             const TensorView* grad_g, const TensorView& grad_initial_state,
-                                            GdrGradProblem* problem);
+                                            const TensorView* forward_checkpoints, GdrGradProblem* problem);
 
 // Phase one (backward_plan.cpp): validate and plan.
 Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const TensorView& key, const TensorView& value,
@@ -47,7 +52,7 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
                                            const TensorView& grad_query, const TensorView& grad_key,
                                            const TensorView& grad_value, const TensorView& grad_beta,
                                            const TensorView* grad_g, const TensorView& grad_initial_state,
-                                           PreparedOp* op);
+                                           const TensorView* forward_checkpoints, PreparedOp* op);
 
 // Items are (sequence, key head) pairs: one item runs every value head of its key head, so dq and dk (shared by
 // those value heads) are summed inside the item in head order, and no item writes what another writes.
@@ -59,6 +64,7 @@ struct GdrGradPlan {
   int64_t key_dim_padded = 0;       // Dk rounded up to 16
   int64_t value_dim_padded = 0;     // Dv rounded up to 16
   int64_t max_chunks = 0;           // chunks of the longest sequence
+  int64_t kept_chunks = 0;          // chunks whose S and U the scratch keeps: max_chunks, or 1 with the checkpoints
   int64_t scratch_floats = 0;       // per thread (one area per part)
 };
 
@@ -68,8 +74,8 @@ struct GdrGradScratch {
   GdrPackScratch pack;          // the chunk's [K; Q] rows, raw grams, β, e^G, cumsum(g) of one value head
   GdrChunkRecord record;        // its scaled rows, A and P, decays
   GdrPassScratch pass;          // X = β⊙e^G⊙K Sᵀ of the checkpoint pass
-  float* checkpoints = nullptr; // G x max_chunks x Dk x dvp: Sᵀ before each chunk (fp32)
-  float* solved = nullptr;      // G x max_chunks x C x dvp: U = (I + A)^{-1} (β⊙V − X) of each chunk
+  float* checkpoints = nullptr; // G x kept x Dk x dvp: Sᵀ before each chunk (fp32; kept = plan.kept_chunks)
+  float* solved = nullptr;      // G x kept x C x dvp: U = (I + A)^{-1} (β⊙V − X) of each chunk
   float* adjoint = nullptr;     // G x Dk x dvp: ∂L/∂Sᵀ of each value head, carried backwards over the chunks
   float* state = nullptr;       // dvp x dkp: S (the checkpoint, untransposed)
   float* adjoint_rows = nullptr;// dvp x dkp: ∂L/∂S (the adjoint, untransposed)
@@ -91,7 +97,7 @@ struct GdrGradScratch {
   float* colsum = nullptr;      // C
 };
 
-inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t max_chunks, int64_t dk, int64_t dkp, int64_t dvp,
+inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, int64_t dk, int64_t dkp, int64_t dvp,
                               GdrGradScratch* s) {
   constexpr int64_t C = kGdrChunk;
   GdrCarver c(base);
@@ -103,8 +109,8 @@ inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t max_chunks, in
     gdr_carve_record(record, dkp, dvp, &s->record);
     gdr_carve_pass(pass, dvp, &s->pass);
   }
-  s->checkpoints = c.take(group * max_chunks * dk * dvp);
-  s->solved = c.take(group * max_chunks * C * dvp);
+  s->checkpoints = c.take(group * kept_chunks * dk * dvp);
+  s->solved = c.take(group * kept_chunks * C * dvp);
   s->adjoint = c.take(group * dk * dvp);
   s->state = c.take(dvp * dkp);
   s->adjoint_rows = c.take(dvp * dkp);

@@ -2,7 +2,8 @@
 // SCALAR); README.md "Backward" has the derivation. Per (sequence, key head) item and each of its value heads, on
 // the forward's chunk machinery (chunked_phase_one-inl.h: the grams A, P and the scaled rows; the GEMM tile):
 //   1. checkpoint pass, chunks in order: X = β⊙e^G⊙K Sᵀ, U = (I + A)^{-1} (β⊙V − X), Sᵀ ← e^{G_n} Sᵀ + (Kᵀ⊙decay) U;
-//      Sᵀ before each chunk and each chunk's U are kept (fp32);
+//      Sᵀ before each chunk and each chunk's U are kept (fp32). Given the forward's snapshots (the state after every
+//      chunk), there is no such pass: step 2 stages each chunk's Sᵀ from them and computes its U;
 //   2. chunks in reverse, D = ∂L/∂Sᵀ after the chunk (St = Sᵀ before it, γ = e^G, decay_i = e^{G_n − G_i}):
 //      dU = Pᵀ dO + (decay⊙K) D                      dR = (I + A)^{-T} dU          (back substitution)
 //      [dA; dP] = [−dR; dO] Uᵀ  (masked)              [−dR S; dO S] = [−dR; dO] S   (S = Stᵀ)
@@ -17,6 +18,7 @@
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/backward_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
@@ -235,20 +237,31 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   const int64_t b = item / nk, hk = item % nk, h0 = hk * group;
   const int64_t length = p.seq_length(b), t_begin = p.seq_start[b], chunks = (length + C - 1) / C;
   GdrGradScratch s;
-  gdr_grad_carve(scratch, group, plan.max_chunks, dk, dkp, dvp, &s);
+  gdr_grad_carve(scratch, group, plan.kept_chunks, dk, dkp, dvp, &s);
   ChunkContext cx;
   cx.p = &p;
   cx.dkp = dkp;
   cx.dvp = dvp;
   cx.ld = dvp;  // the checkpoints are Dk rows of dvp floats
-  auto checkpoint = [&](int64_t gi, int64_t c) { return s.checkpoints + (gi * plan.max_chunks + c) * dk * dvp; };
-  auto solved = [&](int64_t gi, int64_t c) { return s.solved + (gi * plan.max_chunks + c) * C * dvp; };
+  // With the forward's snapshots (P.has_checkpoints) one chunk's S and U are kept per value head (slot 0), staged
+  // in the reverse pass; without them, every chunk's, from the checkpoint pass.
+  const bool given = P.has_checkpoints;
+  auto checkpoint = [&](int64_t gi, int64_t c) {
+    return s.checkpoints + (gi * plan.kept_chunks + (given ? 0 : c)) * dk * dvp;
+  };
+  auto solved = [&](int64_t gi, int64_t c) { return s.solved + (gi * plan.kept_chunks + (given ? 0 : c)) * C * dvp; };
   auto adjoint = [&](int64_t gi) { return s.adjoint + gi * dk * dvp; };
   auto head = [&](const TensorView& v, int64_t h) { return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1]; };
-  // Sᵀ layout (Dk rows of dvp, columns >= Dv zero) for the state and the adjoint.
-  auto stage = [&](const TensorView& v, int64_t h, float* dst) {
-    LoadMatrixF32(head(v, h), v.strides[3], v.strides[2], dk, dv, dst, dvp);
+  // Sᵀ layout (Dk rows of dvp, columns >= Dv zero) for the state and the adjoint, from a (Dv, Dk) matrix of v.
+  auto stage_from = [&](const auto* src, const TensorView& v, float* dst) {
+    LoadMatrixF32(src, v.strides[3], v.strides[2], dk, dv, dst, dvp);
     for (int64_t c = 0; c < dk; ++c) std::fill(dst + c * dvp + dv, dst + (c + 1) * dvp, 0.0f);
+  };
+  auto stage = [&](const TensorView& v, int64_t h, float* dst) { stage_from(head(v, h), v, dst); };
+  // The forward's S before chunk c >= 1 of value head h: the snapshot after chunk c - 1.
+  auto snapshot = [&](int64_t c, int64_t h) {
+    const TensorView& v = P.checkpoints;
+    return static_cast<const float*>(v.data) + (P.checkpoint_start[b] + c - 1) * v.strides[0] + h * v.strides[1];
   };
   // D after the sequence: ∂L/∂finalState (read before gradInitialState, which may be the same memory, is written).
   for (int64_t gi = 0; gi < group; ++gi) {
@@ -259,13 +272,22 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
     }
   }
   if (chunks > 0) {
-    for (int64_t gi = 0; gi < group; ++gi) stage(p.state_in, h0 + gi, checkpoint(gi, 0));
+    if (!given)
+      for (int64_t gi = 0; gi < group; ++gi) stage(p.state_in, h0 + gi, checkpoint(gi, 0));
     // The inputs of the next (value head, chunk) step, fetched while this one computes.
+    // A snapshot's rows (key-major memory: Dk runs of Dv floats).
+    auto prefetch_snapshot = [&](int64_t c, int64_t h) {
+      if (!given || c < 1 || P.checkpoints.strides[2] != 1) return;
+      const char* base = reinterpret_cast<const char*>(snapshot(c, h));
+      for (int64_t k = 0; k < dk; ++k)
+        for (int64_t off = 0; off < dv * 4; off += 64) hwy::Prefetch(base + k * P.checkpoints.strides[3] * 4 + off);
+    };
     auto prefetch_next = [&](int64_t c, int64_t gi, int64_t c_next, bool reverse) {
       const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
       if (gi + 1 < group) {
         PrefetchRows<TA>(p.value, t0, n, h0 + gi + 1, dv);
         if (reverse) PrefetchRows<TA>(P.grad_out, t0, n, h0 + gi + 1, dv);
+        if (reverse) prefetch_snapshot(c, h0 + gi + 1);
         return;
       }
       if (c_next < 0 || c_next >= chunks) return;
@@ -274,8 +296,9 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       PrefetchRows<TA>(p.query, t1, n1, hk, dk);
       PrefetchRows<TA>(p.value, t1, n1, h0, dv);
       if (reverse) PrefetchRows<TA>(P.grad_out, t1, n1, h0, dv);
+      if (reverse) prefetch_snapshot(c_next, h0);
     };
-    for (int64_t c = 0; c < chunks; ++c) {
+    for (int64_t c = 0; c < (given ? 0 : chunks); ++c) {
       const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
       for (int64_t gi = 0; gi < group; ++gi) {
         prefetch_next(c, gi, c + 1, false);
@@ -290,6 +313,14 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       for (int64_t gi = 0; gi < group; ++gi) {
         prefetch_next(c, gi, c - 1, true);
         PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
+        if (given) {  // S from the forward, U recomputed from it (the checkpoint pass's step without its update)
+          if (c == 0) {
+            stage(p.state_in, h0 + gi, checkpoint(gi, c));
+          } else {
+            stage_from(snapshot(c, h0 + gi), P.checkpoints, checkpoint(gi, c));
+          }
+          CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), nullptr);
+        }
         ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, checkpoint(gi, c), solved(gi, c), adjoint(gi));
       }
       for (int64_t i = 0; i < n; ++i) {

@@ -1,7 +1,8 @@
 // backward_plan.cpp — phase one of the gated delta rule's backward (txops::chunk_gated_delta_rule_grad and
 // aclnnChunkGatedDeltaRuleGrad): validate, then plan — the ISA's kernel, the (sequence, key head) items split into
 // contiguous ranges of near-equal cost over the threads, the workspace (one scratch area per part: the chunk
-// checkpoints and each chunk's U of the item's value heads, their adjoint states, the chunk's packs, record,
+// checkpoints and each chunk's U of the item's value heads (one chunk's when the forward's snapshots are given),
+// their adjoint states, the chunk's packs, record,
 // products and accumulators) — producing a PreparedOp. Also the C++ API function (prepare + run with the
 // thread's scratch workspace).
 #include <algorithm>
@@ -37,10 +38,11 @@ PreparedOp make_grad_op(std::shared_ptr<GdrGradPlan> plan, Isa isa) {
       char buf[320];
       std::snprintf(buf, sizeof(buf),
                     "kernel=%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
-                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d workspace=%" PRId64 "B",
+                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d checkpoints=%d workspace=%" PRId64 "B",
                     kKernelName, isa_name(isa), plan->threads, p.num_tokens, p.batch, p.num_key_heads,
                     p.num_value_heads, p.key_dim, p.value_dim, dtype_name(p.query.dtype),
-                    dtype_name(p.state_in.dtype), p.has_g ? 1 : 0, scratch_bytes * plan->threads);
+                    dtype_name(p.state_in.dtype), p.has_g ? 1 : 0, plan->problem.has_checkpoints ? 1 : 0,
+                    scratch_bytes * plan->threads);
       details = buf;
     }
     VerboseTimer timer("chunk_gated_delta_rule_grad", std::move(details));
@@ -65,11 +67,12 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
                                            const TensorView& grad_query, const TensorView& grad_key,
                                            const TensorView& grad_value, const TensorView& grad_beta,
                                            const TensorView* grad_g, const TensorView& grad_initial_state,
-                                           PreparedOp* op) {
+                                           const TensorView* forward_checkpoints, PreparedOp* op) {
   auto plan = std::make_shared<GdrGradPlan>();
   Status st = validate_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g,
                                                    scale, grad_out, grad_final_state, grad_query, grad_key,
-                                                   grad_value, grad_beta, grad_g, grad_initial_state, &plan->problem);
+                                                   grad_value, grad_beta, grad_g, grad_initial_state,
+                                                   forward_checkpoints, &plan->problem);
   if (!st.ok()) return st;
   const GdrProblem& p = plan->problem.fwd;
   const Isa isa = active_isa();
@@ -78,6 +81,7 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   plan->value_dim_padded = gdr_pad16(p.value_dim);
   for (int64_t b = 0; b < p.batch; ++b)
     plan->max_chunks = std::max(plan->max_chunks, (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk);
+  plan->kept_chunks = plan->problem.has_checkpoints ? std::min<int64_t>(plan->max_chunks, 1) : plan->max_chunks;
   // Cost of an item in token units: its tokens times its value heads, plus a share for its states.
   std::vector<int64_t> costs(static_cast<size_t>(plan->items));
   for (int64_t item = 0; item < plan->items; ++item)
@@ -85,7 +89,7 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   plan->threads = plan_threads(plan->items, 1);
   partition_by_cost(costs, plan->threads, &plan->part_start);
   GdrGradScratch s;
-  plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->max_chunks, p.key_dim,
+  plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->kept_chunks, p.key_dim,
                                         plan->key_dim_padded, plan->value_dim_padded, &s);
   *op = make_grad_op(std::move(plan), isa);
   return Status();

@@ -116,12 +116,35 @@ void StoreColumns(const GdrProblem& p, int64_t ld, int64_t b, int64_t h, int64_t
   StoreColumnsTo<TS>(p, ld, p.state_out, p.final_slot[b], h, c0, c1, st);
 }
 
+// Columns [c0, c1) of st into an fp32 snapshot in key-major memory order (dst.strides[2] == 1, the layout the
+// backward's forward_checkpoints read fastest): each Sᵀ row is a run, streamed past the caches where the address
+// is vector-aligned (nothing reads it before the backward), fenced so the stores are ordered before the caller's
+// barrier. The same values as StoreColumnsTo<float>.
+void StreamKeyMajorColumns(const GdrProblem& p, int64_t ld, const TensorView& dst, int64_t row, int64_t h,
+                           int64_t c0, int64_t c1, const float* st) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  float* out = StateHead<float>(dst, row, h);
+  const int64_t r_end = std::min(c1, p.value_dim);
+  for (int64_t k = 0; k < p.key_dim; ++k) {
+    const float* src = st + k * ld;
+    float* o = out + k * dst.strides[3];
+    int64_t c = c0;
+    if (reinterpret_cast<uintptr_t>(o + c) % (N * sizeof(float)) == 0)
+      for (; c + N <= r_end; c += N) hn::Stream(hn::LoadU(df, src + c), df, o + c);
+    for (; c < r_end; ++c) o[c] = src[c];
+  }
+  hwy::FlushStream();
+}
+
 // After the chunk of sequence b that ends at token offset `end`: its snapshot, when one falls there.
 void StoreSnapshot(const GdrProblem& p, int64_t ld, int64_t b, int64_t end, int64_t h, int64_t c0, int64_t c1,
                    const float* st) {
   const int64_t row = p.checkpoint_row(b, end);
   if (row < 0) return;
-  if (p.checkpoints.dtype == DType::kBF16) {
+  if (p.checkpoints.dtype == DType::kF32 && p.checkpoints.strides[2] == 1) {
+    StreamKeyMajorColumns(p, ld, p.checkpoints, row, h, c0, c1, st);
+  } else if (p.checkpoints.dtype == DType::kBF16) {
     StoreColumnsTo<hwy::bfloat16_t>(p, ld, p.checkpoints, row, h, c0, c1, st);
   } else {
     StoreColumnsTo<float>(p, ld, p.checkpoints, row, h, c0, c1, st);

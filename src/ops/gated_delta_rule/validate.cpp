@@ -286,7 +286,7 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                                             const TensorView& grad_query, const TensorView& grad_key,
                                             const TensorView& grad_value, const TensorView& grad_beta,
                                             const TensorView* grad_g, const TensorView& grad_initial_state,
-                                            GdrGradProblem* gp) {
+                                            const TensorView* forward_checkpoints, GdrGradProblem* gp) {
   const StatusCode shape = StatusCode::kTilingError;
   GdrProblem* p = &gp->fwd;
   Status st;
@@ -307,6 +307,7 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
   if (g && !(st = require_data(*g, "gOptional")).ok()) return st;
   if (grad_final_state && !(st = require_data(*grad_final_state, "gradFinalStateOptional")).ok()) return st;
   if (grad_g && !(st = require_data(*grad_g, "gradGOptional")).ok()) return st;
+  if (forward_checkpoints && !(st = require_data(*forward_checkpoints, "forwardCheckpointsOptional")).ok()) return st;
 
   if (!(st = require_activation_dtype(query, "query")).ok()) return st;
   const NamedView same_as_query[] = {{&key, "key"},           {&value, "value"},         {&beta, "beta"},
@@ -327,6 +328,9 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                 "gradGOptional must be null when gOptional is null, got a tensor of dtype %s",
                 dtype_name(grad_g->dtype));
   if (grad_g && !(st = require_dtype(*grad_g, "gradGOptional", DType::kF32)).ok()) return st;
+  if (forward_checkpoints &&
+      !(st = require_dtype(*forward_checkpoints, "forwardCheckpointsOptional", DType::kF32)).ok())
+    return st;
 
   p->decode = false;
   p->scale = scale;
@@ -350,6 +354,25 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
     st = require_shape(shape, *grad_final_state, "gradFinalStateOptional", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk});
   if (st.ok()) st = require_shape(shape, grad_initial_state, "gradInitialState", "(B, Nv, Dv, Dk)", {B, Nv, Dv, Dk});
   if (!st.ok()) return st;
+  // forwardCheckpointsOptional: the forward's snapshots at checkpointEvery = kGdrChunk with the default starts, so
+  // sequence b's rows begin at the sum of the earlier sequences' L / kGdrChunk.
+  gp->checkpoint_start.assign(static_cast<size_t>(B), 0);
+  if (forward_checkpoints) {
+    const TensorView& cp = *forward_checkpoints;
+    if (!(st = require_ndim(shape, cp, "forwardCheckpointsOptional", 4, "(R, Nv, Dv, Dk)")).ok()) return st;
+    st = require_shape(shape, cp, "forwardCheckpointsOptional", "(R, Nv, Dv, Dk)", {cp.shape[0], Nv, Dv, Dk});
+    if (!st.ok()) return st;
+    int64_t rows = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      gp->checkpoint_start[b] = rows;
+      rows += p->seq_length(b) / kGdrChunk;
+    }
+    if (cp.shape[0] < rows)
+      return fail(shape,
+                  "forwardCheckpointsOptional dim 0 (R) must be >= %" PRId64
+                  " (the sum over the sequences of L / %" PRId64 "), got %" PRId64,
+                  rows, kGdrChunk, cp.shape[0]);
+  }
 
   // The gradients are written: no broadcast dims, no overlap with each other or the inputs, except that
   // gradInitialState may be gradFinalStateOptional itself (each item reads it before it writes it).
@@ -367,7 +390,8 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                             {&initial_state, "initialState"},
                             {&actual_seq_lengths, "actualSeqLengths"},
                             {&grad_out, "gradOut"},
-                            {grad_final_state, "gradFinalStateOptional"}},
+                            {grad_final_state, "gradFinalStateOptional"},
+                            {forward_checkpoints, "forwardCheckpointsOptional"}},
                            &grad_initial_state, grad_final_state))
            .ok())
     return st;
@@ -385,6 +409,8 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
   gp->has_grad_g = grad_g != nullptr;
   if (grad_g) gp->grad_g = *grad_g;
   gp->grad_initial_state = grad_initial_state;
+  gp->has_checkpoints = forward_checkpoints != nullptr;
+  if (forward_checkpoints) gp->checkpoints = *forward_checkpoints;
   return Status();
 }
 
