@@ -251,11 +251,26 @@ def test_kept_states_give_the_recomputing_backwards_gradients():
                 max_rel, rms_rel = errors(a, b)
                 assert max_rel <= 2 ** -6 and rms_rel <= 2 ** -8, (name, max_rel, rms_rel)
     # what is kept: one fp32 state per 64 tokens and value head, rows past the sequences' own zero
-    inputs, lens, _ = problem([2 * C + 9, 0, C, 5], 2, 4, 16, 8, seed=9)
+    inputs, lens, weights = problem([2 * C + 9, 0, C, 5], 2, 4, 16, 8, seed=9)
     _, _, states = torch.ops.txops.chunk_gated_delta_rule_train(*(inputs[n] for n in NAMES[:5]), lens, inputs["g"],
                                                                 0.25)
     assert states.shape == (3, 4, 8, 16) and states.dtype == torch.float32 and states.stride() == (512, 128, 1, 8)
     assert torch.count_nonzero(states[:3]) > 0
+    # set_gdr_keep_forward_states(False): the plain operator (its backward recomputes), the same bits (fp32)
+    leaves = {n: t.clone().requires_grad_() for n, t in inputs.items()}
+    txops.set_gdr_keep_forward_states(False)
+    try:
+        out, final = txops.chunk_gated_delta_rule(*(leaves[n] for n in NAMES[:5]), lens, g=leaves["g"])
+    finally:
+        txops.set_gdr_keep_forward_states(True)
+    assert "chunk_gated_delta_rule_train" not in out.grad_fn.name()
+    loss = (out.double() * weights[0].double()).sum() + (final.double() * weights[1].double()).sum()
+    plain = torch.autograd.grad(loss, list(leaves.values()))
+    leaves = {n: t.clone().requires_grad_() for n, t in inputs.items()}
+    out, final = txops.chunk_gated_delta_rule(*(leaves[n] for n in NAMES[:5]), lens, g=leaves["g"])
+    loss = (out.double() * weights[0].double()).sum() + (final.double() * weights[1].double()).sum()
+    kept = torch.autograd.grad(loss, list(leaves.values()))
+    assert all(torch.equal(a, b) for a, b in zip(plain, kept))
     # inference keeps nothing: without autograd the plain operator runs
     with torch.no_grad():
         out, _ = txops.chunk_gated_delta_rule(*(inputs[n].requires_grad_() for n in NAMES[:5]), lens, g=inputs["g"])

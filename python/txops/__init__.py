@@ -14,7 +14,8 @@ from ._settings import (active_isa, compat_mode, cpu_has_avx512_bf16, num_thread
                         set_num_threads, set_verbose, verbose)
 from ._txops import __version__
 from .conv import causal_conv1d_fn, causal_conv1d_update
-from .gdr import chunk_gated_delta_rule, chunk_gated_delta_rule_grad, recurrent_gated_delta_rule
+from .gdr import (chunk_gated_delta_rule, chunk_gated_delta_rule_grad, recurrent_gated_delta_rule,
+                  set_gdr_keep_forward_states)
 from .rope import (apply_rotary_pos_emb, apply_rotary_pos_emb_grad, inplace_partial_rotary_mul,
                    inplace_partial_rotary_mul_backward, interleave_rope)
 from .rotary import (rope_with_sin_cos_cache, rotary_embedding, rotary_position_embedding,
@@ -24,7 +25,7 @@ __all__ = [
     "interleave_rope", "inplace_partial_rotary_mul", "inplace_partial_rotary_mul_backward", "apply_rotary_pos_emb",
     "apply_rotary_pos_emb_grad", "rotary_position_embedding", "rotary_position_embedding_grad",
     "rope_with_sin_cos_cache", "rotary_embedding", "chunk_gated_delta_rule", "chunk_gated_delta_rule_grad",
-    "recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update",
+    "recurrent_gated_delta_rule", "set_gdr_keep_forward_states", "causal_conv1d_fn", "causal_conv1d_update",
     "num_threads", "set_num_threads", "active_isa", "set_max_isa", "cpu_has_avx512_bf16", "compat_mode",
     "set_compat_mode", "verbose", "set_verbose", "__version__",
 ]
