@@ -274,7 +274,6 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   if (chunks > 0) {
     if (!given)
       for (int64_t gi = 0; gi < group; ++gi) stage(p.state_in, h0 + gi, checkpoint(gi, 0));
-    // The inputs of the next (value head, chunk) step, fetched while this one computes.
     // A snapshot's rows (key-major memory: Dk runs of Dv floats).
     auto prefetch_snapshot = [&](int64_t c, int64_t h) {
       if (!given || c < 1 || P.checkpoints.strides[2] != 1) return;
@@ -282,6 +281,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       for (int64_t k = 0; k < dk; ++k)
         for (int64_t off = 0; off < dv * 4; off += 64) hwy::Prefetch(base + k * P.checkpoints.strides[3] * 4 + off);
     };
+    // The inputs of the next (value head, chunk) step, fetched while this one computes.
     auto prefetch_next = [&](int64_t c, int64_t gi, int64_t c_next, bool reverse) {
       const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
       if (gi + 1 < group) {
