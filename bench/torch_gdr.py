@@ -380,17 +380,20 @@ def build_txops(rec):
     Nk, Nv, Dk, Dv = dims["Nk"], dims["Nv"], dims["Dk"], dims["Dv"]
     q, k, v, beta, g = c.q, c.k, c.v, c.beta, c.g
     out = torch.empty(v.shape, dtype=dtype)
-    # qwen3-next-train with snapshots=1: the forward writes its fp32 states every 64 tokens (key-major), the
-    # backward reads them
+    # qwen3-next-train with snapshots=1: the forward writes its fp32 states every 64 tokens (key-major) and its
+    # corrected values, the backward reads them
     snapshots = (torch.empty(max(T // 64, 1), Nv, Dk, Dv).transpose(2, 3) if dims.get("snapshots") else None)
+    corrected = torch.empty(T, Nv, Dv) if dims.get("snapshots") else None
     if rec["op"] == "chunk_gated_delta_rule_grad":
         lens, init, d_out, d_final = backward_inputs(c)
         lens_i32 = torch.tensor(lens, dtype=torch.int32)
         if snapshots is not None:
             txops.chunk_gated_delta_rule(q, k, v, beta, init, lens_i32, g=g, scale=scale,
-                                         checkpoint_every_n_tokens=64, state_checkpoints=snapshots)
+                                         checkpoint_every_n_tokens=64, state_checkpoints=snapshots,
+                                         corrected_values=corrected)
         return lambda: txops.chunk_gated_delta_rule_grad(q, k, v, beta, init, lens_i32, d_out, d_final, g=g,
-                                                         scale=scale, forward_checkpoints=snapshots)
+                                                         scale=scale, forward_checkpoints=snapshots,
+                                                         forward_corrected_values=corrected)
     if rec["op"] == "chunk_gated_delta_rule":
         lens = sequence_lengths(T, dims["B"], tags[0] if tags else "equal")
         init = ((torch.rand(len(lens), Nv, Dv, Dk, generator=gen) * 2 - 1) * 0.1).to(dtype)
@@ -399,7 +402,7 @@ def build_txops(rec):
         if snapshots is not None:
             return lambda: txops.chunk_gated_delta_rule(q, k, v, beta, init, lens_i32, g=g, scale=scale, out=out,
                                                         final_state=final, checkpoint_every_n_tokens=64,
-                                                        state_checkpoints=snapshots)
+                                                        state_checkpoints=snapshots, corrected_values=corrected)
         return lambda: txops.chunk_gated_delta_rule(q, k, v, beta, init, lens_i32, g=g, scale=scale, out=out,
                                                     final_state=final)
     pool = ((torch.rand(dims["pool"], Nv, Dv, Dk, generator=gen) * 2 - 1) * 0.1).to(dtype)

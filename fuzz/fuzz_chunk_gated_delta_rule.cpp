@@ -4,11 +4,12 @@
 // (TXOPS_GDR_KERNEL / TXOPS_GDR_SPLIT); finalState over initialState's memory, out over value's. With "ex.use":
 // aclnnChunkGatedDeltaRuleEx — states in a pool of P rows by stateIndicesOptional (in range, reversed, duplicated,
 // out of range), hasInitialStateOptional, snapshots every 0 / 64 / 128 (or an invalid count) into
-// checkpointsOptional of about the rows needed, checkpointStartsOptional int64 or null, kernelMode 0..3. With
+// checkpointsOptional of about the rows needed, checkpointStartsOptional int64 or null, kernelMode 0..3,
+// correctedValuesOptional (T, Nv, Dv) fp32 or bf16 or null. With
 // "grad.use": aclnnChunkGatedDeltaRuleGrad on the same forward inputs — gradOut, gradFinalStateOptional (or null),
 // the six gradients (gradGOptional with or without gOptional), gradInitialState over gradFinalState's memory;
 // with "grad.snapshots", aclnnChunkGatedDeltaRuleGradEx with forwardCheckpointsOptional (rows around those the
-// lengths need, fp32 or bf16, absent, or over gradValue's memory).
+// lengths need, fp32 or bf16, absent, or over gradValue's memory) and forwardCorrectedValuesOptional.
 #include <algorithm>
 
 #include "aclnnop/aclnn_chunk_gated_delta_rule.h"
@@ -68,11 +69,14 @@ TXFUZZ_TARGET(chunk_gated_delta_rule) {
     aclTensor* cps = s.flag("gckpt", "absent")  ? nullptr
                      : s.flag("gckpt", "alias") ? s.alias("gcps", dv, 1)
                                                  : s.tensor("gcps", {cp_rows, Nv, Dv, Dk}, cdt);
+    // forwardCorrectedValuesOptional (T, Nv, Dv) fp32 or bf16, or absent.
+    aclTensor* gcv = s.flag("gcv", "given") ? s.tensor("gcv", {T, Nv, Dv}, s.flag("gcv", "bf16") ? ACL_BF16 : ACL_FLOAT)
+                                            : nullptr;
     s.two_phases(
         "aclnnChunkGatedDeltaRuleGradEx",
         [&](uint64_t* ws, aclOpExecutor** e) {
-          return aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(q, k, v, beta, s0, len, gt, scale, dout, dfs, cps, dq,
-                                                                dk, dv, dbeta, dg, ds0, ws, e);
+          return aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(q, k, v, beta, s0, len, gt, scale, dout, dfs, cps, gcv,
+                                                                dq, dk, dv, dbeta, dg, ds0, ws, e);
         },
         [&](void* w, uint64_t n, aclOpExecutor* e, aclrtStream st) { return aclnnChunkGatedDeltaRuleGradEx(w, n, e, st); });
     return;
@@ -113,12 +117,14 @@ TXFUZZ_TARGET(chunk_gated_delta_rule) {
   const aclDataType cdt = s.flag("ckpt", "bf16") ? ACL_BF16 : ACL_FLOAT;
   aclTensor* cps = every == 0 && !s.flag("ckpt", "given") ? nullptr : s.tensor("cps", {cp_rows, Nv, Dv, Dk}, cdt);
   aclTensor* starts_t = s.flag("starts", "absent") ? nullptr : s.tensor("starts", {B + 1}, ACL_INT64, &starts);
+  aclTensor* cvs = s.flag("cv", "given") ? s.tensor("cvs", {T, Nv, Dv}, s.flag("cv", "bf16") ? ACL_BF16 : ACL_FLOAT)
+                                         : nullptr;
   const int64_t kernel = s.range(0, 3, "ckpt", "kernel");
   s.two_phases(
       "aclnnChunkGatedDeltaRuleEx",
       [&](uint64_t* ws, aclOpExecutor** e) {
         return aclnnChunkGatedDeltaRuleExGetWorkspaceSize(q, k, v, beta, s0, len, gt, idx_t, has_t, starts_t, scale,
-                                                          every, kernel, out, s1, cps, ws, e);
+                                                          every, kernel, out, s1, cps, cvs, ws, e);
       },
       [&](void* w, uint64_t n, aclOpExecutor* e, aclrtStream st) { return aclnnChunkGatedDeltaRuleEx(w, n, e, st); });
 }

@@ -65,9 +65,9 @@ struct GradProblem {
   bool has_g() const { return fwd.config.with_g; }
 
   // The training forward: the forward's fp32 snapshots after every 64 tokens (checkpoint_every = 64, default
-  // starts) into `checkpoints`, in key-major memory ((R, Nv, Dk, Dv), passed as its transposed view) or state-major;
-  // run() then hands them to the backward.
-  void record_forward(bool key_major = true) {
+  // starts) into `checkpoints`, in key-major memory ((R, Nv, Dk, Dv), passed as its transposed view) or state-major,
+  // and (with_corrected) its corrected values V' into `corrected`; run() then hands them to the backward.
+  void record_forward(bool key_major = true, bool with_corrected = true) {
     int64_t rows = 0;
     for (int32_t len : fwd.config.lengths) rows += len / 64;
     const PrefillConfig& c = fwd.config;
@@ -82,12 +82,17 @@ struct GradProblem {
     txops::GdrPrefillOptions options;
     options.checkpoint_every = 64;
     options.checkpoints = &checkpoints_view;
+    corrected = HostTensor(DType::kF32, {fwd.tokens(), c.nv, c.dv});
+    std::fill(corrected.bytes.begin(), corrected.bytes.end(), 0xCD);
+    corrected_view = corrected.view();
+    if (with_corrected) options.corrected_values = &corrected_view;
     const TensorView gv = fwd.g.view();
     ASSERT_TRUE(txops::chunk_gated_delta_rule(fwd.q.view(), fwd.k.view(), fwd.v.view(), fwd.beta.view(),
                                               fwd.initial_state.view(), fwd.lengths.view(), has_g() ? &gv : nullptr,
                                               fwd.scale(), fwd.out.view(), fwd.final_state.view(), options)
                     .ok());
     use_checkpoints = true;
+    use_corrected = with_corrected;
   }
 
   Status run(bool want_dg = true) {
@@ -97,7 +102,7 @@ struct GradProblem {
         fwd.q.view(), fwd.k.view(), fwd.v.view(), fwd.beta.view(), fwd.initial_state.view(), fwd.lengths.view(),
         has_g() ? &gv : nullptr, fwd.scale(), d_out.view(), with_grad_final ? &dfv : nullptr, dq.view(), dk.view(),
         dv.view(), dbeta.view(), has_g() && want_dg ? &dgv : nullptr, ds0.view(),
-        use_checkpoints ? &checkpoints_view : nullptr);
+        use_checkpoints ? &checkpoints_view : nullptr, use_corrected ? &corrected_view : nullptr);
     if (st.ok()) EXPECT_TRUE(planned_on(txops::active_isa()));
     return st;
   }
@@ -136,9 +141,9 @@ struct GradProblem {
   PrefillProblem fwd;
   bool with_grad_final;
   HostTensor d_out, d_final, dq, dk, dv, dbeta, dg, ds0;
-  bool use_checkpoints = false;
-  HostTensor checkpoints;
-  TensorView checkpoints_view;
+  bool use_checkpoints = false, use_corrected = false;
+  HostTensor checkpoints, corrected;
+  TensorView checkpoints_view, corrected_view;
 };
 
 void run_and_check(const PrefillConfig& c, const std::string& label, bool with_grad_final = true) {
@@ -358,7 +363,8 @@ TEST_P(GdrBackwardOnIsa, BitIdenticalForOneToFourThreads) {
   }
 }
 
-// The forward's snapshots handed to the backward (forward_checkpoints): the gradients match the reference; with
+// The forward's snapshots handed to the backward (forward_checkpoints), with or without its corrected values V'
+// (forward_corrected_values): the gradients match the reference; with
 // fp16 / fp32 activations they are the recomputing backward's bits (its checkpoint pass is the forward's
 // arithmetic); bf16 activations may differ in the last bits where the forward's grams use vdpbf16ps (AVX512_BF16).
 // Both memory orders of the snapshots; lengths around the chunk, ragged batches with empty sequences, GQA.
@@ -380,11 +386,14 @@ TEST_P(GdrBackwardOnIsa, ForwardSnapshotsGiveTheSameGradients) {
     GradProblem p(c);
     ASSERT_TRUE(p.run().ok());
     const std::vector<std::vector<uint8_t>> recomputed = p.output_bytes();
-    p.record_forward(k.key_major);
-    p.poison_outputs();
-    ASSERT_TRUE(p.run().ok());
-    p.expect_matches(p.reference(), "forward's snapshots");
-    if (k.act != DType::kBF16) EXPECT_TRUE(p.output_bytes() == recomputed) << "gradients differ from recomputing";
+    for (bool with_corrected : {false, true}) {
+      SCOPED_TRACE(with_corrected ? "and corrected values" : "states only");
+      p.record_forward(k.key_major, with_corrected);
+      p.poison_outputs();
+      ASSERT_TRUE(p.run().ok());
+      p.expect_matches(p.reference(), with_corrected ? "forward's snapshots + V'" : "forward's snapshots");
+      if (k.act != DType::kBF16) EXPECT_TRUE(p.output_bytes() == recomputed) << "gradients differ from recomputing";
+    }
   }
 }
 
@@ -548,8 +557,9 @@ TEST(GdrBackward, GradGNotAskedForLeavesItAlone) {
 // ---- aclnn -----------------------------------------------------------------------------------------------
 struct GradArgs {
   TensorView query, key, value, beta, initial_state, lengths, g, d_out, d_final, dq, dk, dv, dbeta, dg, ds0,
-      checkpoints;
-  bool has_g = true, has_final = true, has_dg = true, has_checkpoints = false;  // checkpoints: the Ex function
+      checkpoints, corrected;
+  bool has_g = true, has_final = true, has_dg = true;
+  bool has_checkpoints = false, has_corrected = false;  // either: the Ex function
   float scale = 0.5f;
 };
 
@@ -563,6 +573,8 @@ GradArgs grad_args(GradProblem* p) {
   a.scale = p->fwd.scale();
   a.has_checkpoints = p->use_checkpoints;
   if (p->use_checkpoints) a.checkpoints = p->checkpoints_view;
+  a.has_corrected = p->use_corrected;
+  if (p->use_corrected) a.corrected = p->corrected_view;
   return a;
 }
 
@@ -571,25 +583,29 @@ Status call_cpp(const GradArgs& a) {
                                             a.has_g ? &a.g : nullptr, a.scale, a.d_out,
                                             a.has_final ? &a.d_final : nullptr, a.dq, a.dk, a.dv, a.dbeta,
                                             a.has_dg ? &a.dg : nullptr, a.ds0,
-                                            a.has_checkpoints ? &a.checkpoints : nullptr);
+                                            a.has_checkpoints ? &a.checkpoints : nullptr,
+                                            a.has_corrected ? &a.corrected : nullptr);
 }
 
 // The aclnn function a call goes to, as its messages name it.
 std::string aclnn_name(const GradArgs& a) {
-  return a.has_checkpoints ? "aclnnChunkGatedDeltaRuleGradEx" : "aclnnChunkGatedDeltaRuleGrad";
+  return a.has_checkpoints || a.has_corrected ? "aclnnChunkGatedDeltaRuleGradEx" : "aclnnChunkGatedDeltaRuleGrad";
 }
 
 AclnnOutcome call_aclnn(const GradArgs& a, uint64_t shortfall = 0) {
   AclTensor q(a.query), k(a.key), v(a.value), b(a.beta), s0(a.initial_state), lens(a.lengths),
       g(a.has_g ? a.g : TensorView()), d_out(a.d_out), d_final(a.has_final ? a.d_final : TensorView()), dq(a.dq),
       dk(a.dk), dv(a.dv), db(a.dbeta), dg(a.has_dg ? a.dg : TensorView()), ds0(a.ds0);
-  AclTensor checkpoints(a.has_checkpoints ? a.checkpoints : TensorView());
+  AclTensor checkpoints(a.has_checkpoints ? a.checkpoints : TensorView()),
+      corrected(a.has_corrected ? a.corrected : TensorView());
   AclnnOutcome o;
   aclOpExecutor* executor = nullptr;
-  if (a.has_checkpoints) {
+  const bool ex = a.has_checkpoints || a.has_corrected;
+  if (ex) {
     o.status = aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(
         q.get(), k.get(), v.get(), b.get(), s0.get(), lens.get(), g.get(), a.scale, d_out.get(), d_final.get(),
-        checkpoints.get(), dq.get(), dk.get(), dv.get(), db.get(), dg.get(), ds0.get(), &o.workspace_size, &executor);
+        checkpoints.get(), corrected.get(), dq.get(), dk.get(), dv.get(), db.get(), dg.get(), ds0.get(),
+        &o.workspace_size, &executor);
   } else {
     o.status = aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(q.get(), k.get(), v.get(), b.get(), s0.get(),
                                                             lens.get(), g.get(), a.scale, d_out.get(), d_final.get(),
@@ -602,9 +618,8 @@ AclnnOutcome call_aclnn(const GradArgs& a, uint64_t shortfall = 0) {
   }
   const uint64_t size = o.workspace_size > shortfall ? o.workspace_size - shortfall : 0;
   std::vector<uint8_t> workspace(size);
-  o.status = a.has_checkpoints
-                 ? aclnnChunkGatedDeltaRuleGradEx(size ? workspace.data() : nullptr, size, executor, nullptr)
-                 : aclnnChunkGatedDeltaRuleGrad(size ? workspace.data() : nullptr, size, executor, nullptr);
+  o.status = ex ? aclnnChunkGatedDeltaRuleGradEx(size ? workspace.data() : nullptr, size, executor, nullptr)
+                : aclnnChunkGatedDeltaRuleGrad(size ? workspace.data() : nullptr, size, executor, nullptr);
   if (o.status != 0) o.message = aclGetRecentErrMsg();
   return o;
 }
@@ -722,6 +737,23 @@ TEST(GdrBackwardValidation, OneCodeAndMessagePerRule) {
          a->has_checkpoints = true;
        },
        kInvalid, "forwardCheckpointsOptional"},
+      {"corrected values without checkpoints", [](GradArgs* a, Scratch* s) {
+         a->corrected = s->make(DType::kF32, {5, 4, 6});
+         a->has_corrected = true;
+       },
+       kInvalid, "forwardCorrectedValuesOptional"},
+      {"corrected values dtype", [](GradArgs* a, Scratch* s) {
+         a->checkpoints = s->make(DType::kF32, {1, 4, 6, 4});
+         a->corrected = s->make(DType::kBF16, {5, 4, 6});
+         a->has_checkpoints = a->has_corrected = true;
+       },
+       kInvalid, "forwardCorrectedValuesOptional"},
+      {"corrected values shape", [](GradArgs* a, Scratch* s) {
+         a->checkpoints = s->make(DType::kF32, {1, 4, 6, 4});
+         a->corrected = s->make(DType::kF32, {5, 4, 4});
+         a->has_checkpoints = a->has_corrected = true;
+       },
+       kTiling, "forwardCorrectedValuesOptional"},
   };
   for (const GradRule& rule : rules) {
     SCOPED_TRACE(rule.what);

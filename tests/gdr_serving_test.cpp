@@ -387,7 +387,7 @@ TEST(GdrServingAclnn, ExMatchesTheCppCall) {
   aclOpExecutor* ex = nullptr;
   ASSERT_EQ(aclnnChunkGatedDeltaRuleExGetWorkspaceSize(q.get(), k.get(), v.get(), beta.get(), s.get(), lens.get(),
                                                        g.get(), ai.get(), ah.get(), ast.get(), p.scale(), 64, 1,
-                                                       out.get(), s.get(), cp.get(), &ws, &ex),
+                                                       out.get(), s.get(), cp.get(), nullptr, &ws, &ex),
             0);
   std::vector<uint8_t> workspace(ws + 64);
   ASSERT_EQ(aclnnChunkGatedDeltaRuleEx(ws ? workspace.data() : nullptr, ws, ex, nullptr), 0);
@@ -398,7 +398,7 @@ TEST(GdrServingAclnn, ExMatchesTheCppCall) {
   ex = nullptr;
   EXPECT_EQ(aclnnChunkGatedDeltaRuleExGetWorkspaceSize(q.get(), k.get(), v.get(), beta.get(), s.get(), lens.get(),
                                                        g.get(), ai.get(), ah.get(), ast.get(), p.scale(), 64, 3,
-                                                       out.get(), s.get(), cp.get(), &ws, &ex),
+                                                       out.get(), s.get(), cp.get(), nullptr, &ws, &ex),
             161002);
 }
 

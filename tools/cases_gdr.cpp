@@ -4,11 +4,11 @@
 // qwen3-next-decode (RecurrentGatedDeltaRule, B sequences x 1 token on a state pool; variant key_major: the pool in
 // (pool, Nv, Dk, Dv) memory order, as transformers and fla keep it, read through its transposed view), and
 // qwen3-next-train (the training pair on the prefill shapes — one sequence, equal, ragged: the forward writing its
-// fp32 snapshots every 64 tokens, and the backward, chunk_gated_delta_rule_grad, reading them; dims snapshots=0:
-// neither). bf16 by
+// fp32 snapshots every 64 tokens and its corrected values, and the backward, chunk_gated_delta_rule_grad, reading
+// them; dims snapshots=0: neither). bf16 by
 // default (q, k, v, beta, out and the states share the dtype; g is fp32); fp32 on request.
-// FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm (the backward: 14*Dk*Dv + 64*(5*Dv + 4*Dk)
-// reading the forward's snapshots, 16*Dk*Dv + ... recomputing them, its chunked algorithm's count,
+// FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm (the backward: 12*Dk*Dv + 64*(4*Dv + 4*Dk)
+// reading the forward's snapshots and V', 16*Dk*Dv + 64*(5*Dv + 4*Dk) recomputing them, its chunked algorithm's count,
 // src/ops/gated_delta_rule/README.md "Backward"). Bytes: every input and output once;
 // decode's state traffic counts each touched state read once and written once per token.
 // The fp64 token loop is slow for prefill shapes (~26 GFLOP), so the reference covers the first key heads
@@ -69,9 +69,10 @@ std::vector<int32_t> sequence_lengths(int64_t T, int64_t B, const std::string& v
 
 double tb(const HostTensor& t) { return static_cast<double>(t.bytes()); }
 
-// Training (dims "snapshots" = 1): the forward writes its fp32 states after every 64 tokens, the backward reads them
-// (forward_checkpoints) instead of recomputing them. Stored key-major, (R, Nv, Dk, Dv) in memory, the layout both
-// move as contiguous runs; returns the (R, Nv, Dv, Dk) view the ops take. R = T / 64 covers any lengths summing to T.
+// Training (dims "snapshots" = 1): the forward writes its fp32 states after every 64 tokens and its corrected values
+// V' (T, Nv, Dv) fp32, the backward reads them (forward_checkpoints, forward_corrected_values) instead of recomputing
+// them. The states are stored key-major, (R, Nv, Dk, Dv) in memory, the layout both move as contiguous runs;
+// key_major_snapshots returns the (R, Nv, Dv, Dk) view the ops take. R = T / 64 covers any lengths summing to T.
 constexpr int64_t kSnapshotEvery = 64;
 TensorView key_major_snapshots(int64_t T, int64_t Nv, int64_t Dk, int64_t Dv, HostTensor* storage) {
   *storage = HostTensor(DType::kF32, {std::max<int64_t>(T / kSnapshotEvery, 1), Nv, Dk, Dv});
@@ -117,12 +118,15 @@ class ChunkGdrCase : public BenchCase {
       pool_ = HostTensor(dt, {pool, Nv, Dv, Dk});
       pool_.buffer.copy_from(pool0_.buffer);
     }
-    if (d.get("snapshots") != 0) snapshots_ = key_major_snapshots(T, Nv, Dk, Dv, &checkpoints_);
+    if (d.get("snapshots") != 0) {
+      snapshots_ = key_major_snapshots(T, Nv, Dk, Dv, &checkpoints_);
+      corrected_ = HostTensor(DType::kF32, {T, Nv, Dv});
+    }
     scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
     tokens = T;
     flops = 6.0 * Dk * Dv * T * Nv;
     bytes = tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(init_) + tb(final_) + tb(out_) + tb(lens_) + tb(idx_) +
-            tb(checkpoints_);
+            tb(checkpoints_) + tb(corrected_);
     kh_ = reference_key_heads(Nk, flops, static_cast<double>(B * Nv * Dv * Dk));
     check_note = heads_note(kh_, Nk, Nv);
     nvh_ = kh_ * (Nv / Nk);
@@ -141,6 +145,7 @@ class ChunkGdrCase : public BenchCase {
       GdrPrefillOptions o;
       o.checkpoint_every = kSnapshotEvery;
       o.checkpoints = &snapshots_;
+      o.corrected_values = &corrected_.view;
       return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view, scale_,
                                     out_.view, final_.view, o);
     }
@@ -153,7 +158,7 @@ class ChunkGdrCase : public BenchCase {
                                   out_.view, pool_.view, o);
   }
   std::vector<TensorView> outputs() const override {
-    if (checkpoints_.bytes() > 0) return {out_.view, final_.view, checkpoints_.view};
+    if (checkpoints_.bytes() > 0) return {out_.view, final_.view, checkpoints_.view, corrected_.view};
     if (slots_.empty()) return {out_.view, final_.view};
     return {out_.view, pool_.view};
   }
@@ -169,7 +174,7 @@ class ChunkGdrCase : public BenchCase {
 
  private:
   char* row(const HostTensor& t, int64_t i) const { return static_cast<char*>(t.view.data) + i * row_bytes_; }
-  HostTensor q_, k_, v_, beta_, g_, init_, final_, out_, lens_, idx_, pool_, pool0_, checkpoints_;
+  HostTensor q_, k_, v_, beta_, g_, init_, final_, out_, lens_, idx_, pool_, pool0_, checkpoints_, corrected_;
   TensorView snapshots_;        // training: checkpoints_ as the (R, Nv, Dv, Dk) view the forward writes
   std::vector<int32_t> slots_;  // serving: the pool row of each sequence
   size_t row_bytes_ = 0;
@@ -277,21 +282,25 @@ class ChunkGdrGradCase : public BenchCase {
     fill_uniform(&dout_, 77, -1, 1);
     fill_uniform(&dfinal_, 78, -0.1f, 0.1f);
     scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
-    if (d.get("snapshots") != 0) {  // the training forward's snapshots, written once here
+    if (d.get("snapshots") != 0) {  // the training forward's snapshots and V', written once here
       snapshots_ = key_major_snapshots(T, Nv, Dk, Dv, &checkpoints_);
+      corrected_ = HostTensor(DType::kF32, {T, Nv, Dv});
       HostTensor out(dt, {T, Nv, Dv}), fin(dt, {B, Nv, Dv, Dk});
       GdrPrefillOptions o;
       o.checkpoint_every = kSnapshotEvery;
       o.checkpoints = &snapshots_;
+      o.corrected_values = &corrected_.view;
       setup_status_ = chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view,
                                              scale_, out.view, fin.view, o);
     }
     tokens = T;
-    // (with the snapshots there is no checkpoint pass: one state-sized GEMM fewer)
-    flops = ((checkpoints_.bytes() > 0 ? 14.0 : 16.0) * Dk * Dv + 64.0 * (5.0 * Dv + 4.0 * Dk)) * T * Nv;
+    // (with the forward's states and V' there is no checkpoint pass: two state-sized GEMMs and the forward
+    // substitution fewer)
+    flops = (checkpoints_.bytes() > 0 ? 12.0 * Dk * Dv + 64.0 * (4.0 * Dv + 4.0 * Dk)
+                                      : 16.0 * Dk * Dv + 64.0 * (5.0 * Dv + 4.0 * Dk)) * T * Nv;
     bytes = 0;
     for (const HostTensor* t : {&q_, &k_, &v_, &beta_, &g_, &init_, &dout_, &dfinal_, &dq_, &dk_, &dv_, &dbeta_,
-                                &dg_, &dinit_, &lens_, &checkpoints_})
+                                &dg_, &dinit_, &lens_, &checkpoints_, &corrected_})
       bytes += tb(*t);
     nvh_ = Nv / Nk;
     if (Nk > 1) check_note = heads_note(1, Nk, Nv);
@@ -306,7 +315,8 @@ class ChunkGdrGradCase : public BenchCase {
     if (!setup_status_.ok()) return setup_status_;
     return chunk_gated_delta_rule_grad(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view,
                                        scale_, dout_.view, &dfinal_.view, dq_.view, dk_.view, dv_.view, dbeta_.view,
-                                       &dg_.view, dinit_.view, checkpoints_.bytes() > 0 ? &snapshots_ : nullptr);
+                                       &dg_.view, dinit_.view, checkpoints_.bytes() > 0 ? &snapshots_ : nullptr,
+                                       checkpoints_.bytes() > 0 ? &corrected_.view : nullptr);
   }
   std::vector<TensorView> outputs() const override {
     return {dq_.view, dk_.view, dv_.view, dbeta_.view, dg_.view, dinit_.view};
@@ -324,7 +334,8 @@ class ChunkGdrGradCase : public BenchCase {
   }
 
  private:
-  HostTensor q_, k_, v_, beta_, g_, init_, dout_, dfinal_, dq_, dk_, dv_, dbeta_, dg_, dinit_, lens_, checkpoints_;
+  HostTensor q_, k_, v_, beta_, g_, init_, dout_, dfinal_, dq_, dk_, dv_, dbeta_, dg_, dinit_, lens_, checkpoints_,
+      corrected_;
   TensorView snapshots_;
   Status setup_status_;
   float scale_;

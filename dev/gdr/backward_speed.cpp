@@ -61,13 +61,18 @@ int main(int argc, char** argv) {
   // DEV_SNAPSHOTS=1: the training pair — the forward writes its fp32 snapshots every 64 tokens, the backward
   // reads them (forward_checkpoints) instead of recomputing the states.
   const bool snapshots = std::getenv("DEV_SNAPSHOTS") != nullptr && std::atoi(std::getenv("DEV_SNAPSHOTS")) != 0;
-  // DEV_SNAPSHOTS=2: the snapshots in key-major memory order ((R, Nv, Dk, Dv), passed as its transposed view).
-  const bool key_major = snapshots && std::atoi(std::getenv("DEV_SNAPSHOTS")) == 2;
+  // DEV_SNAPSHOTS=2: the snapshots in key-major memory order ((R, Nv, Dk, Dv), passed as its transposed view);
+  // 3: key-major and the corrected values V' too.
+  const int mode = snapshots ? std::atoi(std::getenv("DEV_SNAPSHOTS")) : 0;
+  const bool key_major = mode >= 2;
+  Buf corrected(DType::kF32, {mode == 3 ? T : 1, Nv, D});
+  const TensorView cvv = corrected.view();
   Buf cps(DType::kF32, {snapshots ? T / 64 : 1, Nv, D, D});
   TensorView cpv = cps.view();
   if (key_major) std::swap(cpv.strides[2], cpv.strides[3]);
   GdrPrefillOptions options;
   if (snapshots) options.checkpoint_every = 64, options.checkpoints = &cpv;
+  if (mode == 3) options.corrected_values = &cvv;
   auto forward = [&] {
     Status s = chunk_gated_delta_rule(q.view(), k.view(), v.view(), beta.view(), s0.view(), lens.view(), &gv, scale,
                                       out.view(), fin.view(), options);
@@ -76,7 +81,7 @@ int main(int argc, char** argv) {
   auto backward = [&] {
     Status s = chunk_gated_delta_rule_grad(q.view(), k.view(), v.view(), beta.view(), s0.view(), lens.view(), &gv,
                                            scale, d_out.view(), &dfv, dq.view(), dk.view(), dv.view(), db.view(),
-                                           &dgv, ds0.view(), snapshots ? &cpv : nullptr);
+                                           &dgv, ds0.view(), snapshots ? &cpv : nullptr, mode == 3 ? &cvv : nullptr);
     if (!s.ok()) std::fprintf(stderr, "%s\n", s.message().c_str()), std::exit(1);
   };
   std::printf("T=%lld B=1 Nk=%lld Nv=%lld Dk=Dv=%lld bf16 state=fp32 g isa=%s snapshots=%d\n",

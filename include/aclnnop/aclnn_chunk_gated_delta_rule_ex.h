@@ -13,7 +13,9 @@
  *     written to checkpointsOptional (R, Nv, Dv, Dk) fp32 or bf16, the j-th of sequence b at row
  *     checkpointStartsOptional[b] + j - 1 (j = 1 .. L_b / checkpointEvery).
  *   kernelMode: 0 auto, 1 chunked (a restart from an fp32 snapshot with fp32 states then gives the rest of the
- *     output and the final state bit for bit), 2 recurrent (no snapshots). */
+ *     output and the final state bit for bit), 2 recurrent (no snapshots, no corrected values).
+ *   correctedValuesOptional (T, Nv, Dv) fp32 (an output) or null: the corrected values V' of every token (fla's
+ *     v_new), what aclnnChunkGatedDeltaRuleGradEx reads with the fp32 snapshots every 64 tokens (training). */
 #ifndef TXOPS_ACLNNOP_CHUNK_GATED_DELTA_RULE_EX_H_
 #define TXOPS_ACLNNOP_CHUNK_GATED_DELTA_RULE_EX_H_
 
@@ -28,8 +30,8 @@ TXOPS_API aclnnStatus aclnnChunkGatedDeltaRuleExGetWorkspaceSize(
     const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional,
     const aclTensor* stateIndicesOptional, const aclTensor* hasInitialStateOptional,
     const aclTensor* checkpointStartsOptional, float scaleValue, int64_t checkpointEvery, int64_t kernelMode,
-    aclTensor* out, aclTensor* finalState, aclTensor* checkpointsOptional, uint64_t* workspaceSize,
-    aclOpExecutor** executor);
+    aclTensor* out, aclTensor* finalState, aclTensor* checkpointsOptional, aclTensor* correctedValuesOptional,
+    uint64_t* workspaceSize, aclOpExecutor** executor);
 TXOPS_API aclnnStatus aclnnChunkGatedDeltaRuleEx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
                                                  aclrtStream stream);
 

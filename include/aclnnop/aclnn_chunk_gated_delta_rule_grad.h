@@ -10,8 +10,9 @@
  *
  * aclnnChunkGatedDeltaRuleGradEx adds, after gradFinalStateOptional, forwardCheckpointsOptional (R, Nv, Dv, Dk)
  * fp32 or null: the snapshots aclnnChunkGatedDeltaRuleEx wrote with checkpointEvery = 64 and
- * checkpointStartsOptional null (R >= the sum of L_b / 64). Given, the backward reads the state before each chunk
- * from them instead of recomputing it; null is aclnnChunkGatedDeltaRuleGrad. */
+ * checkpointStartsOptional null (R >= the sum of L_b / 64), and forwardCorrectedValuesOptional (T, Nv, Dv) fp32 or
+ * null (only with the snapshots): its correctedValuesOptional. Given, the backward reads the state before each
+ * chunk (and each chunk's corrected values) instead of recomputing them; both null is aclnnChunkGatedDeltaRuleGrad. */
 #ifndef TXOPS_ACLNNOP_CHUNK_GATED_DELTA_RULE_GRAD_H_
 #define TXOPS_ACLNNOP_CHUNK_GATED_DELTA_RULE_GRAD_H_
 
@@ -33,8 +34,9 @@ TXOPS_API aclnnStatus aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(
     const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* beta,
     const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
     const aclTensor* gradOut, const aclTensor* gradFinalStateOptional, const aclTensor* forwardCheckpointsOptional,
-    aclTensor* gradQuery, aclTensor* gradKey, aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional,
-    aclTensor* gradInitialState, uint64_t* workspaceSize, aclOpExecutor** executor);
+    const aclTensor* forwardCorrectedValuesOptional, aclTensor* gradQuery, aclTensor* gradKey, aclTensor* gradValue,
+    aclTensor* gradBeta, aclTensor* gradGOptional, aclTensor* gradInitialState, uint64_t* workspaceSize,
+    aclOpExecutor** executor);
 TXOPS_API aclnnStatus aclnnChunkGatedDeltaRuleGradEx(void* workspace, uint64_t workspaceSize,
                                                      aclOpExecutor* executor, aclrtStream stream);
 

@@ -201,6 +201,10 @@ struct GdrPrefillOptions {
   int64_t checkpoint_every = 0;
   const TensorView* checkpoints = nullptr;
   const TensorView* checkpoint_starts = nullptr;
+  // (T, Nv, Dv) fp32 or null: the corrected values V' of every token, (I + A)^{-1} (β⊙V − β⊙e^G⊙K S_chunkᵀ) of its
+  // chunk of 64 (fla's v_new), written by the chunked kernel (requires kernel auto or chunked). With the fp32
+  // snapshots every 64 tokens they are what chunk_gated_delta_rule_grad reads instead of recomputing (training).
+  const TensorView* corrected_values = nullptr;
   GdrKernel kernel = GdrKernel::kAuto;
 };
 TXOPS_CPP_API Status chunk_gated_delta_rule(const TensorView& query, const TensorView& key,
@@ -228,6 +232,8 @@ TXOPS_CPP_API Status recurrent_gated_delta_rule(const TensorView& query, const T
 // be grad_final_state itself). forward_checkpoints (optional, fp32 (R, Nv, Dv, Dk)): the snapshots the forward wrote
 // with GdrPrefillOptions::checkpoint_every = 64 (fp32, default starts); given, the backward reads the state before
 // each chunk from them instead of recomputing it (faster; the forward then keeps 4·Dk·Dv/64 bytes per token and
+// value head). forward_corrected_values (optional, only with forward_checkpoints; fp32 (T, Nv, Dv)): the forward's
+// GdrPrefillOptions::corrected_values, read instead of recomputed (faster again; another 4·Dv bytes per token and
 // value head). Without them nothing is kept between the calls.
 TXOPS_CPP_API Status chunk_gated_delta_rule_grad(const TensorView& query, const TensorView& key,
                                                  const TensorView& value, const TensorView& beta,
@@ -238,7 +244,8 @@ TXOPS_CPP_API Status chunk_gated_delta_rule_grad(const TensorView& query, const 
                                                  const TensorView& grad_key, const TensorView& grad_value,
                                                  const TensorView& grad_beta, const TensorView* grad_g,
                                                  const TensorView& grad_initial_state,
-                                                 const TensorView* forward_checkpoints = nullptr);
+                                                 const TensorView* forward_checkpoints = nullptr,
+                                                 const TensorView* forward_corrected_values = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // Causal conv1d (docs/causal_conv1d.md): the depthwise causal convolution of Mamba / Gated DeltaNet layers,

@@ -117,24 +117,27 @@ void chunk_gated_delta_rule(py::handle query, py::handle key, py::handle value, 
   });
 }
 
-// The prefill with its serving options (GdrPrefillOptions): pool indices, zero starts, snapshots, kernel.
+// The prefill with its serving options (GdrPrefillOptions): pool indices, zero starts, snapshots, kernel, and the
+// corrected values of training.
 void chunk_gated_delta_rule_ex(py::handle query, py::handle key, py::handle value, py::handle beta,
                                py::handle initial_state, py::handle actual_seq_lengths, py::handle g, float scale,
                                py::handle out, py::handle final_state, py::handle state_indices,
                                py::handle has_initial_state, int64_t checkpoint_every, py::handle checkpoints,
-                               py::handle checkpoint_starts, int kernel) {
+                               py::handle checkpoint_starts, int kernel, py::handle corrected_values) {
   ImportedTensors t;
   const auto qv = t.view(query, "query"), kv = t.view(key, "key"), vv = t.view(value, "value");
   const auto bv = t.view(beta, "beta"), iv = t.view(initial_state, "initial_state");
   const auto lv = t.view(actual_seq_lengths, "actual_seq_lengths");
-  bool has_g, has_idx, has_has, has_cps, has_starts;
+  bool has_g, has_idx, has_has, has_cps, has_starts, has_cvs;
   const auto gv = t.optional_view(g, "g", &has_g);
   const auto ov = t.view(out, "out"), fv = t.view(final_state, "final_state");
   const auto idx = t.optional_view(state_indices, "state_indices", &has_idx);
   const auto hv = t.optional_view(has_initial_state, "has_initial_state", &has_has);
   const auto cv = t.optional_view(checkpoints, "checkpoints", &has_cps);
   const auto sv = t.optional_view(checkpoint_starts, "checkpoint_starts", &has_starts);
+  const auto cvv = t.optional_view(corrected_values, "corrected_values", &has_cvs);
   txops::GdrPrefillOptions o;
+  o.corrected_values = if_present(cvv, has_cvs);
   o.state_indices = if_present(idx, has_idx);
   o.has_initial_state = if_present(hv, has_has);
   o.checkpoints = if_present(cv, has_cps);
@@ -150,7 +153,8 @@ void chunk_gated_delta_rule_grad(py::handle query, py::handle key, py::handle va
                                  py::handle initial_state, py::handle actual_seq_lengths, py::handle g, float scale,
                                  py::handle grad_out, py::handle grad_final_state, py::handle grad_query,
                                  py::handle grad_key, py::handle grad_value, py::handle grad_beta, py::handle grad_g,
-                                 py::handle grad_initial_state, py::handle forward_checkpoints) {
+                                 py::handle grad_initial_state, py::handle forward_checkpoints,
+                                 py::handle forward_corrected_values) {
   ImportedTensors t;
   const auto qv = t.view(query, "query"), kv = t.view(key, "key"), vv = t.view(value, "value");
   const auto bv = t.view(beta, "beta"), iv = t.view(initial_state, "initial_state");
@@ -165,10 +169,13 @@ void chunk_gated_delta_rule_grad(py::handle query, py::handle key, py::handle va
   const auto dsv = t.view(grad_initial_state, "grad_initial_state");
   bool has_cps;
   const auto cv = t.optional_view(forward_checkpoints, "forward_checkpoints", &has_cps);
+  bool has_cvs;
+  const auto cvv = t.optional_view(forward_corrected_values, "forward_corrected_values", &has_cvs);
   run_without_gil([&] {
     return txops::chunk_gated_delta_rule_grad(qv, kv, vv, bv, iv, lv, if_present(gv, has_g), scale, dov,
                                               if_present(dfv, has_dfinal), dqv, dkv, dvv, dbv,
-                                              if_present(dgv, has_dg), dsv, if_present(cv, has_cps));
+                                              if_present(dgv, has_dg), dsv, if_present(cv, has_cps),
+                                              if_present(cvv, has_cvs));
   });
 }
 
@@ -326,12 +333,13 @@ PYBIND11_MODULE(_txops, m) {
   m.def("chunk_gated_delta_rule_ex", &chunk_gated_delta_rule_ex, arg("query"), arg("key"), arg("value"), arg("beta"),
         arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"), arg("out"),
         arg("final_state"), arg("state_indices").none(true), arg("has_initial_state").none(true),
-        arg("checkpoint_every"), arg("checkpoints").none(true), arg("checkpoint_starts").none(true), arg("kernel"));
+        arg("checkpoint_every"), arg("checkpoints").none(true), arg("checkpoint_starts").none(true), arg("kernel"),
+        arg("corrected_values").none(true) = py::none());
   m.def("chunk_gated_delta_rule_grad", &chunk_gated_delta_rule_grad, arg("query"), arg("key"), arg("value"),
         arg("beta"), arg("initial_state"), arg("actual_seq_lengths"), arg("g").none(true), arg("scale"),
         arg("grad_out"), arg("grad_final_state").none(true), arg("grad_query"), arg("grad_key"), arg("grad_value"),
         arg("grad_beta"), arg("grad_g").none(true), arg("grad_initial_state"),
-        arg("forward_checkpoints").none(true) = py::none());
+        arg("forward_checkpoints").none(true) = py::none(), arg("forward_corrected_values").none(true) = py::none());
   m.def("recurrent_gated_delta_rule", &recurrent_gated_delta_rule, arg("query"), arg("key"), arg("value"),
         arg("beta"), arg("state"), arg("actual_seq_lengths"), arg("ssm_state_indices"), arg("g").none(true),
         arg("gk").none(true), arg("num_accepted_tokens").none(true), arg("scale"), arg("out"));

@@ -165,7 +165,8 @@ txops::TensorView ImportedTensors::from_capsule(py::handle capsule, const char* 
   }
   if (count_ == kMaxTensors) {
     raise_with_code(PyExc_ValueError, kParamInvalid,
-                    std::string(param) + " tensor count per call must be at most 16, got 17");
+                    std::string(param) + " tensor count per call must be at most " + std::to_string(kMaxTensors) +
+                        ", got " + std::to_string(kMaxTensors + 1));
   }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(raw, "dltensor"));
   if (managed == nullptr) throw py::error_already_set();
@@ -187,7 +188,8 @@ bool ImportedTensors::from_exchange_api(py::handle object, const char* param, tx
   }
   if (versioned_count_ == kMaxTensors) {
     raise_with_code(PyExc_ValueError, kParamInvalid,
-                    std::string(param) + " tensor count per call must be at most 16, got 17");
+                    std::string(param) + " tensor count per call must be at most " + std::to_string(kMaxTensors) +
+                        ", got " + std::to_string(kMaxTensors + 1));
   }
   DLManagedTensorVersioned* managed = nullptr;
   if (api->managed_tensor_from_py_object_no_sync(object.ptr(), &managed) != 0 || managed == nullptr) {

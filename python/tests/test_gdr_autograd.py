@@ -229,7 +229,8 @@ def test_recurrent_decode_still_refuses_autograd():
 
 def test_kept_states_give_the_recomputing_backwards_gradients():
     """Under autograd the public function runs the training forward, which keeps its fp32 states every 64 tokens
-    ((T // 64, Nv, Dv, Dk), key-major in memory) for the backward; the gradients are those of the registered
+    ((T // 64, Nv, Dv, Dk), key-major in memory) and its corrected values for the backward; the gradients are those
+    of the registered
     operator whose backward recomputes the states: the same bits with fp32 activations, within the bf16
     tolerance with bf16 (whose forward grams may use vdpbf16ps)."""
     for dtype in (torch.float32, torch.bfloat16):
@@ -252,10 +253,11 @@ def test_kept_states_give_the_recomputing_backwards_gradients():
                 assert max_rel <= 2 ** -6 and rms_rel <= 2 ** -8, (name, max_rel, rms_rel)
     # what is kept: one fp32 state per 64 tokens and value head, rows past the sequences' own zero
     inputs, lens, weights = problem([2 * C + 9, 0, C, 5], 2, 4, 16, 8, seed=9)
-    _, _, states = torch.ops.txops.chunk_gated_delta_rule_train(*(inputs[n] for n in NAMES[:5]), lens, inputs["g"],
-                                                                0.25)
+    _, _, states, corrected = torch.ops.txops.chunk_gated_delta_rule_train(*(inputs[n] for n in NAMES[:5]), lens,
+                                                                           inputs["g"], 0.25)
     assert states.shape == (3, 4, 8, 16) and states.dtype == torch.float32 and states.stride() == (512, 128, 1, 8)
     assert torch.count_nonzero(states[:3]) > 0
+    assert corrected.shape == inputs["value"].shape and corrected.dtype == torch.float32
     # set_gdr_keep_forward_states(False): the plain operator (its backward recomputes), the same bits (fp32)
     leaves = {n: t.clone().requires_grad_() for n, t in inputs.items()}
     txops.set_gdr_keep_forward_states(False)
@@ -278,16 +280,20 @@ def test_kept_states_give_the_recomputing_backwards_gradients():
 
 
 def test_numpy_backward_reads_the_forwards_snapshots():
-    """numpy: the forward's snapshots (checkpoint_every_n_tokens=64, fp32, key-major) handed to
-    chunk_gated_delta_rule_grad give the recomputing call's gradients bit for bit (fp32)."""
+    """numpy: the forward's snapshots (checkpoint_every_n_tokens=64, fp32, key-major), with and without its
+    corrected values, handed to chunk_gated_delta_rule_grad give the recomputing call's gradients bit for bit (fp32)."""
     inputs, lens, weights = problem([C + 9, 2 * C], 1, 2, 8, 8, seed=10)
     args = [inputs[n].numpy() for n in NAMES[:5]]
     snapshots = np.zeros((3, 2, 8, 8), np.float32).transpose(0, 1, 3, 2)  # (R, Nv, Dv, Dk), key-major memory
+    corrected = np.zeros((C + 9 + 2 * C, 2, 8), np.float32)
     txops.chunk_gated_delta_rule(*args, lens.numpy(), g=inputs["g"].numpy(), checkpoint_every_n_tokens=C,
-                                 state_checkpoints=snapshots)
+                                 state_checkpoints=snapshots, corrected_values=corrected)
     plain = txops.chunk_gated_delta_rule_grad(*args, lens.numpy(), weights[0].numpy(), weights[1].numpy(),
                                               g=inputs["g"].numpy())
     kept = txops.chunk_gated_delta_rule_grad(*args, lens.numpy(), weights[0].numpy(), weights[1].numpy(),
                                              g=inputs["g"].numpy(), forward_checkpoints=snapshots)
-    for a, b in zip(plain, kept):
-        assert np.array_equal(a, b)
+    both = txops.chunk_gated_delta_rule_grad(*args, lens.numpy(), weights[0].numpy(), weights[1].numpy(),
+                                             g=inputs["g"].numpy(), forward_checkpoints=snapshots,
+                                             forward_corrected_values=corrected)
+    for a, b, c in zip(plain, kept, both):
+        assert np.array_equal(a, b) and np.array_equal(a, c)

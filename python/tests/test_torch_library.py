@@ -99,9 +99,9 @@ def gdr_cases():
             # its states
             cases.append(("chunk_gated_delta_rule_train", (q, k, v, beta, state, seq, g, 0.25)))
             cases.append(("chunk_gated_delta_rule_train", (*leaves, seq, g.clone().requires_grad_(), 0.25)))
-            kept = torch.ops.txops.chunk_gated_delta_rule_train(q, k, v, beta, state, seq, g, 0.25)[2]
+            kept = torch.ops.txops.chunk_gated_delta_rule_train(q, k, v, beta, state, seq, g, 0.25)[2:]
             cases.append(("chunk_gated_delta_rule_grad", (q, k, v, beta, state, seq, g, 0.25,
-                                                          torch.randn(v.shape).to(dtype), None, kept)))
+                                                          torch.randn(v.shape).to(dtype), None, *kept)))
             out, final = torch.empty(v.shape, dtype=dtype), torch.empty_like(state)
             cases.append(("chunk_gated_delta_rule_out", (q, k, v, beta, state, seq, g, 0.25, out, final)))
         lengths = [2, 1, 1]

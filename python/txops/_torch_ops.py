@@ -19,12 +19,15 @@ Operators (all CPU; ``rotary_mode`` is the code 0 half, 1 interleave, 2 quarter,
 ``chunk_gated_delta_rule``             prefill -> (out, final_state); differentiable (query, key, value, beta,
                                        initial_state, g)
 ``chunk_gated_delta_rule_out``         the same into given out / final_state (mutated)
-``chunk_gated_delta_rule_train``       the training forward -> (out, final_state, checkpoints): also the fp32
-                                       states after every 64 tokens (max(T // 64, 1), Nv, Dv, Dk), key-major in
-                                       memory, which its autograd hands to the backward; differentiable as above
+``chunk_gated_delta_rule_train``       the training forward -> (out, final_state, checkpoints,
+                                       corrected_values): also the fp32 states after every 64 tokens
+                                       (max(T // 64, 1), Nv, Dv, Dk), key-major in memory, and the corrected
+                                       values V' (T, Nv, Dv) fp32, which its autograd hands to the backward;
+                                       differentiable as above
 ``chunk_gated_delta_rule_grad``        its backward -> (grad_query, grad_key, grad_value, grad_beta, grad_g,
                                        grad_initial_state); grad_g is an empty (0,) tensor when g is None;
-                                       forward_checkpoints: the train op's checkpoints (None: recomputed)
+                                       forward_checkpoints, forward_corrected_values: the train op's (None:
+                                       recomputed)
 ``recurrent_gated_delta_rule``         decode -> out; the state pool is mutated
 ``recurrent_gated_delta_rule_out``     the same into a given out (mutated)
 ``causal_conv1d_fn``                   prefill causal conv -> y; conv_states mutated (``activation`` 0 none,
@@ -73,11 +76,11 @@ SCHEMAS = {
         "Tensor? g, float scale, Tensor(a!) out, Tensor(b!) final_state) -> ()",
     "chunk_gated_delta_rule_train":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor initial_state, Tensor actual_seq_lengths, "
-        "Tensor? g, float scale) -> (Tensor, Tensor, Tensor)",
+        "Tensor? g, float scale) -> (Tensor, Tensor, Tensor, Tensor)",
     "chunk_gated_delta_rule_grad":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor initial_state, Tensor actual_seq_lengths, "
-        "Tensor? g, float scale, Tensor grad_out, Tensor? grad_final_state, Tensor? forward_checkpoints=None) "
-        "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+        "Tensor? g, float scale, Tensor grad_out, Tensor? grad_final_state, Tensor? forward_checkpoints=None, "
+        "Tensor? forward_corrected_values=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
     "recurrent_gated_delta_rule":
         "(Tensor query, Tensor key, Tensor value, Tensor beta, Tensor(a!) state, Tensor actual_seq_lengths, "
         "Tensor ssm_state_indices, Tensor? g, Tensor? gk, Tensor? num_accepted_tokens, float scale) -> Tensor",
@@ -188,27 +191,28 @@ _SNAPSHOT_EVERY = 64  # tokens between the training forward's states (the kernel
 
 
 def _chunk_gated_delta_rule_train(query, key, value, beta, initial_state, actual_seq_lengths, g, scale):
-    out, final_state, checkpoints = _fake_chunk_gated_delta_rule_train(query, key, value, beta, initial_state,
-                                                                       actual_seq_lengths, g, scale)
+    out, final_state, checkpoints, corrected = _fake_chunk_gated_delta_rule_train(
+        query, key, value, beta, initial_state, actual_seq_lengths, g, scale)
     _C.chunk_gated_delta_rule_ex(_dl(query), _dl(key), _dl(value), _dl(beta), _dl(initial_state),
                                  _dl(actual_seq_lengths), _dl(g), scale, _dl(out), _dl(final_state), None, None,
-                                 _SNAPSHOT_EVERY, _dl(checkpoints), None, 0)
+                                 _SNAPSHOT_EVERY, _dl(checkpoints), None, 0, _dl(corrected))
     # rows past the sequences' own (T // 64 bounds them) are zeroed, so the output is fully defined
     checkpoints[int((actual_seq_lengths.to(torch.int64) // _SNAPSHOT_EVERY).sum()):].zero_()
-    _written(out, final_state, checkpoints)
-    return out, final_state, checkpoints
+    _written(out, final_state, checkpoints, corrected)
+    return out, final_state, checkpoints, corrected
 
 
 def _chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, grad_out,
-                                 grad_final_state, forward_checkpoints=None):
+                                 grad_final_state, forward_checkpoints=None, forward_corrected_values=None):
     grads = _fake_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale,
-                                              grad_out, grad_final_state, forward_checkpoints)
+                                              grad_out, grad_final_state)
     grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state = grads
     _C.chunk_gated_delta_rule_grad(_dl(query), _dl(key), _dl(value), _dl(beta), _dl(initial_state),
                                    _dl(actual_seq_lengths), _dl(g), scale, _dl(grad_out), _dl(grad_final_state),
                                    _dl(grad_query), _dl(grad_key), _dl(grad_value), _dl(grad_beta),
                                    _dl(grad_g) if g is not None else None, _dl(grad_initial_state),
-                                   _dl(forward_checkpoints) if forward_checkpoints is not None else None)
+                                   _dl(forward_checkpoints) if forward_checkpoints is not None else None,
+                                   _dl(forward_corrected_values) if forward_corrected_values is not None else None)
     return grads
 
 
@@ -296,12 +300,14 @@ def _fake_chunk_gated_delta_rule_train(query, key, value, beta, initial_state, a
     rows = max(tokens // _SNAPSHOT_EVERY, 1)
     checkpoints = torch.empty((rows, value_heads, key.shape[-1], value_dim), dtype=torch.float32,
                               device=query.device).transpose(2, 3)
+    corrected = torch.empty(value.shape, dtype=torch.float32, device=query.device)
     return _fake_chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g,
-                                        scale) + (checkpoints,)
+                                        scale) + (checkpoints, corrected)
 
 
 def _fake_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g, scale,
-                                      grad_out, grad_final_state, forward_checkpoints=None):
+                                      grad_out, grad_final_state, forward_checkpoints=None,
+                                      forward_corrected_values=None):
     return (_new(query.shape, query.dtype, query), _new(key.shape, query.dtype, query),
             _new(value.shape, query.dtype, query), _new(beta.shape, query.dtype, query),
             _new(g.shape if g is not None else (0,), torch.float32, query),
@@ -435,19 +441,20 @@ def _setup_chunk_gated_delta_rule(ctx, inputs, output):
 
 def _setup_chunk_gated_delta_rule_train(ctx, inputs, output):
     query, key, value, beta, initial_state, actual_seq_lengths, g, scale = inputs
-    # The forward's states every 64 tokens are kept for the backward (4·Dk·Dv / 64 bytes per token and value head).
-    ctx.mark_non_differentiable(output[2])
-    ctx.save_for_backward(query, key, value, beta, initial_state, actual_seq_lengths, g, output[2])
+    # The forward's states every 64 tokens and its corrected values are kept for the backward (4·(Dk·Dv/64 + Dv)
+    # bytes per token and value head).
+    ctx.mark_non_differentiable(output[2], output[3])
+    ctx.save_for_backward(query, key, value, beta, initial_state, actual_seq_lengths, g, output[2], output[3])
     ctx.scale = scale
 
 
-def _backward_chunk_gated_delta_rule_train(ctx, grad_out, grad_final_state, _grad_checkpoints):
+def _backward_chunk_gated_delta_rule_train(ctx, grad_out, grad_final_state, _grad_checkpoints, _grad_corrected):
     return _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state)
 
 
 def _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state):
     query, key, value, beta, initial_state, actual_seq_lengths, g, *kept = ctx.saved_tensors
-    checkpoints = kept[0] if kept else None
+    checkpoints, corrected = kept if kept else (None, None)
     needs = ctx.needs_input_grad
     if grad_out is None:  # autograd materializes an unused output's grad as zeros; None only if that is off
         grad_out = torch.zeros(_value_rows(value), dtype=query.dtype, device=query.device)
@@ -456,7 +463,8 @@ def _backward_chunk_gated_delta_rule(ctx, grad_out, grad_final_state):
     if grad_final_state is not None and grad_final_state.dtype != initial_state.dtype:
         grad_final_state = grad_final_state.to(initial_state.dtype)
     grads = torch.ops.txops.chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths,
-                                                        g, ctx.scale, grad_out, grad_final_state, checkpoints)
+                                                        g, ctx.scale, grad_out, grad_final_state, checkpoints,
+                                                        corrected)
     grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state = grads
     return (grad_query if needs[0] else None, grad_key if needs[1] else None, grad_value if needs[2] else None,
             grad_beta if needs[3] else None, grad_initial_state if needs[4] else None, None,

@@ -4,8 +4,8 @@ and numpy arrays: chunk_gated_delta_rule for prefill, recurrent_gated_delta_rule
 Shapes (docs/gated_delta_rule.md): query/key (T, Nk, Dk), value (T, Nv, Dv), beta (T, Nv), g (T, Nv) fp32,
 states (B | BlockNum, Nv, Dv, Dk); T concatenates the sequences, whose lengths are actual_seq_lengths (int32).
 chunk_gated_delta_rule is differentiable with torch: when autograd records it, the forward also keeps its fp32
-states every 64 tokens (torch.ops.txops.chunk_gated_delta_rule_train; 4·Dk·Dv/64 bytes per token and value head;
-set_gdr_keep_forward_states(False): none) and its backward, chunk_gated_delta_rule_grad, reads them; calls without
+states every 64 tokens and its corrected values (torch.ops.txops.chunk_gated_delta_rule_train; 4·(Dk·Dv/64 + Dv)
+bytes per token and value head; set_gdr_keep_forward_states(False): none) and its backward, chunk_gated_delta_rule_grad, reads them; calls without
 autograd keep nothing. The decode operator
 has no backward. Under autograd,
 torch.compile or a tracing mode they go through torch.ops.txops.* (txops._torch_ops).
@@ -34,9 +34,10 @@ _keep_forward_states = True  # set_gdr_keep_forward_states
 
 
 def set_gdr_keep_forward_states(keep: bool) -> None:
-    """Whether :func:`chunk_gated_delta_rule`, when autograd records it, keeps its fp32 states every 64 tokens for
-    the backward (the default: ``4·Dk·Dv / 64`` bytes per token and value head, 1 KiB at Dk = Dv = 128; the
-    backward is then 15–18 % faster) or keeps only its inputs (the backward recomputes the states). Read when a
+    """Whether :func:`chunk_gated_delta_rule`, when autograd records it, keeps its fp32 states every 64 tokens and
+    its corrected values for the backward (the default: ``4·(Dk·Dv/64 + Dv)`` bytes per token and value head,
+    1.5 KiB at Dk = Dv = 128; the backward is then faster, BACKWARD_GAIN) or keeps only its inputs (the backward
+    recomputes them). Read when a
     call is recorded (under torch.compile: when it is traced). The gradients agree within the tolerance either way
     (bit for bit with fp16 / fp32 activations).
 
@@ -69,7 +70,8 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
                            final_state: Optional[Array] = None, state_indices: Optional[Ints] = None,
                            has_initial_state: Optional[Ints] = None, checkpoint_every_n_tokens: int = 0,
                            state_checkpoints: Optional[Array] = None, checkpoint_cu_starts: Optional[Ints] = None,
-                           kernel: str = "auto") -> Union[Tuple[Array, Array], Tuple[Array, Array, Array]]:
+                           kernel: str = "auto", corrected_values: Optional[Array] = None
+                           ) -> Union[Tuple[Array, Array], Tuple[Array, Array, Array]]:
     """Gated DeltaNet prefill over variable-length sequences (``aclnnChunkGatedDeltaRule``).
 
     Per value head and token t of a sequence: ``S = exp(g_t) S``, ``S += beta_t (v_t - S k_t) k_t^T``,
@@ -108,6 +110,9 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
         into ``state_checkpoints`` (R, Nv, Dv, Dk) fp32 or bf16 (default: a new fp32 array of
         sum(L_b // n) rows); sequence b's j-th snapshot at row ``checkpoint_cu_starts[b] + j - 1``
         (``checkpoint_cu_starts`` (B + 1,) int64 offsets, default the running sum from 0; FlashInfer's names).
+    corrected_values : torch.Tensor or numpy.ndarray, optional
+        (T, Nv, Dv) fp32, written: each token's corrected value V' (fla's ``v_new``), which
+        :func:`chunk_gated_delta_rule_grad` reads with the fp32 snapshots every 64 tokens (training).
     kernel : str
         "auto", "chunked" (what a restart from a snapshot should use: with fp32 states it then reproduces the
         whole run bit for bit) or "recurrent".
@@ -133,10 +138,11 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
     tokens, value_heads, value_dim = value.shape[0], value.shape[1], value.shape[2]
     key_dim = key.shape[-1]
     if (state_indices is not None or has_initial_state is not None or checkpoint_every_n_tokens or
-            state_checkpoints is not None or checkpoint_cu_starts is not None or kernel != "auto"):
+            state_checkpoints is not None or checkpoint_cu_starts is not None or kernel != "auto" or
+            corrected_values is not None):
         return _serving_for(query)(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, out,
                                    final_state, state_indices, has_initial_state, checkpoint_every_n_tokens,
-                                   state_checkpoints, checkpoint_cu_starts, kernel)
+                                   state_checkpoints, checkpoint_cu_starts, kernel, corrected_values)
     if actual_seq_lengths is None:
         actual_seq_lengths = [tokens]
     lengths = int32_array(actual_seq_lengths, query, "actual_seq_lengths")
@@ -145,10 +151,10 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
     scale = _default_scale(scale, key)
     ops = torch_ops(query, key, value, beta, initial_state, g)
     if ops is not None and _keep_forward_states and grad_needed(query, key, value, beta, initial_state, g):
-        # Training: the forward also keeps its fp32 states every 64 tokens for the backward (1 KiB per token and
-        # value head at Dk = Dv = 128), which then skips recomputing them.
-        result, result_state, _ = ops.chunk_gated_delta_rule_train(query, key, value, beta, initial_state, lengths,
-                                                                   g, scale)
+        # Training: the forward also keeps its fp32 states every 64 tokens and its corrected values for the backward
+        # (1.5 KiB per token and value head at Dk = Dv = 128), which then skips recomputing them.
+        result, result_state, _, _ = ops.chunk_gated_delta_rule_train(query, key, value, beta, initial_state,
+                                                                      lengths, g, scale)
         if out is not None:
             result = out.copy_(result)
         if final_state is not None:
@@ -194,13 +200,14 @@ def _int_array(values, like, dtype, param):
 
 
 def _serving_run(query, key, value, beta, initial_state, lengths, g, scale, out, final_state, indices, has,
-                 every, checkpoints, starts, kernel):
+                 every, checkpoints, starts, kernel, corrected):
     _C.chunk_gated_delta_rule_ex(export(query), export(key), export(value), export(beta), export(initial_state),
                                  export(lengths), export(g), scale, export_output(out, "out"),
                                  export_output(final_state, "final_state"), export(indices), export(has), every,
                                  None if checkpoints is None else export_output(checkpoints, "state_checkpoints"),
-                                 export(starts), kernel)
-    written(out, final_state, *(() if checkpoints is None else (checkpoints,)))
+                                 export(starts), kernel,
+                                 None if corrected is None else export_output(corrected, "corrected_values"))
+    written(out, final_state, *(t for t in (checkpoints, corrected) if t is not None))
 
 
 _serving_disabled = None  # _serving wrapped by torch.compiler.disable: dynamo runs the serving path eagerly
@@ -216,7 +223,7 @@ def _serving_for(query):
 
 
 def _serving(query, key, value, beta, initial_state, actual_seq_lengths, g, scale, out, final_state, state_indices,
-             has_initial_state, every, checkpoints, starts, kernel):
+             has_initial_state, every, checkpoints, starts, kernel, corrected=None):
     """chunk_gated_delta_rule with serving options: the extension's chunk_gated_delta_rule_ex, eagerly."""
     if kernel not in _KERNELS:
         raise ValueError(f"kernel must be one of {sorted(_KERNELS)}, got {kernel!r}")
@@ -247,7 +254,7 @@ def _serving(query, key, value, beta, initial_state, actual_seq_lengths, g, scal
         out = empty((tokens, value_heads, value_dim), query.dtype, query)
     scale = _default_scale(scale, key)
     _serving_run(query, key, value, beta, initial_state, lengths, g, scale, out, final_state, indices, has, every,
-                 checkpoints, cu, _KERNELS[kernel])
+                 checkpoints, cu, _KERNELS[kernel], corrected)
     if every > 0:
         return out, final_state, checkpoints
     return out, final_state
@@ -256,7 +263,8 @@ def _serving(query, key, value, beta, initial_state, actual_seq_lengths, g, scal
 def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Array, initial_state: Array,
                                 actual_seq_lengths: Ints, grad_out: Array, grad_final_state: Optional[Array] = None, *,
                                 g: Optional[Array] = None, scale: Optional[float] = None,
-                                need_grad_g: bool = True, forward_checkpoints: Optional[Array] = None
+                                need_grad_g: bool = True, forward_checkpoints: Optional[Array] = None,
+                                forward_corrected_values: Optional[Array] = None
                                 ) -> Tuple[Array, Array, Array, Array, Optional[Array], Array]:
     """The backward of :func:`chunk_gated_delta_rule` (``aclnnChunkGatedDeltaRuleGrad``, a txops extension).
 
@@ -280,6 +288,9 @@ def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Ar
         starts; R >= the sum of L_b // 64). The backward then reads the state before each chunk instead of
         recomputing it (faster); a key-major memory order (the transposed view of an (R, Nv, Dk, Dv) array) is
         read fastest.
+    forward_corrected_values : torch.Tensor or numpy.ndarray, optional
+        (T, Nv, Dv) fp32, only with ``forward_checkpoints``: the forward's ``corrected_values``, read instead of
+        recomputed (faster again).
 
     Returns
     -------
@@ -304,7 +315,7 @@ def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Ar
     ops = traced_torch_ops(query)
     if ops is not None:
         grads = ops.chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, lengths, g, scale, grad_out,
-                                                grad_final_state, forward_checkpoints)
+                                                grad_final_state, forward_checkpoints, forward_corrected_values)
         return grads[:4] + ((grads[4] if g is not None and need_grad_g else None), grads[5])
     with_grad_g = g is not None and need_grad_g
     grad_query = empty(tuple(query.shape), query.dtype, query)
@@ -319,7 +330,7 @@ def chunk_gated_delta_rule_grad(query: Array, key: Array, value: Array, beta: Ar
                                    export_output(grad_value, "grad_value"), export_output(grad_beta, "grad_beta"),
                                    export_output(grad_g, "grad_g") if with_grad_g else None,
                                    export_output(grad_initial_state, "grad_initial_state"),
-                                   export(forward_checkpoints))
+                                   export(forward_checkpoints), export(forward_corrected_values))
     written(grad_query, grad_key, grad_value, grad_beta, grad_initial_state, *(() if grad_g is None else (grad_g,)))
     return grad_query, grad_key, grad_value, grad_beta, grad_g, grad_initial_state
 

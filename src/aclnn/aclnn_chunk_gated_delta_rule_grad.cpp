@@ -19,18 +19,23 @@ aclnnStatus grad_workspace_size(const char* name, const aclTensor* query, const 
                                 const aclTensor* value, const aclTensor* beta, const aclTensor* initialState,
                                 const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
                                 const aclTensor* gradOut, const aclTensor* gradFinalStateOptional,
-                                const aclTensor* forwardCheckpointsOptional, aclTensor* gradQuery, aclTensor* gradKey,
-                                aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional,
-                                aclTensor* gradInitialState, uint64_t* workspaceSize, aclOpExecutor** executor) {
+                                const aclTensor* forwardCheckpointsOptional,
+                                const aclTensor* forwardCorrectedValuesOptional, aclTensor* gradQuery,
+                                aclTensor* gradKey, aclTensor* gradValue, aclTensor* gradBeta,
+                                aclTensor* gradGOptional, aclTensor* gradInitialState, uint64_t* workspaceSize,
+                                aclOpExecutor** executor) {
   GdrPrefillInputs in;
-  TensorView d_out, d_final, checkpoints, dq, dk, dv, db, dg, ds0;
-  bool has_final = false, has_checkpoints = false, has_dg = false;
+  TensorView d_out, d_final, checkpoints, corrected, dq, dk, dv, db, dg, ds0;
+  bool has_final = false, has_checkpoints = false, has_corrected = false, has_dg = false;
   Status st = gdr_prefill_inputs(query, key, value, beta, initialState, actualSeqLengths, gOptional, &in);
   if (st.ok()) st = tensor_to_view(gradOut, "gradOut", &d_out);
   if (st.ok()) st = optional_tensor_to_view(gradFinalStateOptional, "gradFinalStateOptional", &d_final, &has_final);
   if (st.ok())
     st = optional_tensor_to_view(forwardCheckpointsOptional, "forwardCheckpointsOptional", &checkpoints,
                                  &has_checkpoints);
+  if (st.ok())
+    st = optional_tensor_to_view(forwardCorrectedValuesOptional, "forwardCorrectedValuesOptional", &corrected,
+                                 &has_corrected);
   if (st.ok()) st = tensor_to_view(gradQuery, "gradQuery", &dq);
   if (st.ok()) st = tensor_to_view(gradKey, "gradKey", &dk);
   if (st.ok()) st = tensor_to_view(gradValue, "gradValue", &dv);
@@ -44,7 +49,7 @@ aclnnStatus grad_workspace_size(const char* name, const aclTensor* query, const 
                                              in.actual_seq_lengths, in.g_or_null(), scaleValue, d_out,
                                              has_final ? &d_final : nullptr, dq, dk, dv, db,
                                              has_dg ? &dg : nullptr, ds0, has_checkpoints ? &checkpoints : nullptr,
-                                             &op);
+                                             has_corrected ? &corrected : nullptr, &op);
   }
   if (!st.ok()) return report(name, st);
   return make_executor(name, op.workspace_bytes, std::move(op.run), workspaceSize, executor);
@@ -59,8 +64,8 @@ aclnnStatus aclnnChunkGatedDeltaRuleGradGetWorkspaceSize(
     aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional, aclTensor* gradInitialState,
     uint64_t* workspaceSize, aclOpExecutor** executor) {
   return grad_workspace_size(kChunkGrad, query, key, value, beta, initialState, actualSeqLengths, gOptional,
-                             scaleValue, gradOut, gradFinalStateOptional, nullptr, gradQuery, gradKey, gradValue,
-                             gradBeta, gradGOptional, gradInitialState, workspaceSize, executor);
+                             scaleValue, gradOut, gradFinalStateOptional, nullptr, nullptr, gradQuery, gradKey,
+                             gradValue, gradBeta, gradGOptional, gradInitialState, workspaceSize, executor);
 }
 
 aclnnStatus aclnnChunkGatedDeltaRuleGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -72,11 +77,13 @@ aclnnStatus aclnnChunkGatedDeltaRuleGradExGetWorkspaceSize(
     const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* beta,
     const aclTensor* initialState, const aclTensor* actualSeqLengths, const aclTensor* gOptional, float scaleValue,
     const aclTensor* gradOut, const aclTensor* gradFinalStateOptional, const aclTensor* forwardCheckpointsOptional,
-    aclTensor* gradQuery, aclTensor* gradKey, aclTensor* gradValue, aclTensor* gradBeta, aclTensor* gradGOptional,
-    aclTensor* gradInitialState, uint64_t* workspaceSize, aclOpExecutor** executor) {
+    const aclTensor* forwardCorrectedValuesOptional, aclTensor* gradQuery, aclTensor* gradKey, aclTensor* gradValue,
+    aclTensor* gradBeta, aclTensor* gradGOptional, aclTensor* gradInitialState, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
   return grad_workspace_size(kChunkGradEx, query, key, value, beta, initialState, actualSeqLengths, gOptional,
-                             scaleValue, gradOut, gradFinalStateOptional, forwardCheckpointsOptional, gradQuery,
-                             gradKey, gradValue, gradBeta, gradGOptional, gradInitialState, workspaceSize, executor);
+                             scaleValue, gradOut, gradFinalStateOptional, forwardCheckpointsOptional,
+                             forwardCorrectedValuesOptional, gradQuery, gradKey, gradValue, gradBeta, gradGOptional,
+                             gradInitialState, workspaceSize, executor);
 }
 
 aclnnStatus aclnnChunkGatedDeltaRuleGradEx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

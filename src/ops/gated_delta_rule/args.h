@@ -37,6 +37,8 @@ struct GdrProblem {
   int64_t checkpoint_every = 0;
   TensorView checkpoints;
   std::vector<int64_t> checkpoint_start;  // B
+  bool has_corrected_values = false;      // prefill: V' of every token written (GdrPrefillOptions)
+  TensorView corrected_values;            // (T, Nv, Dv) fp32
   GdrKernel kernel = GdrKernel::kAuto;    // prefill: the caller's kernel choice
   // decode: a slot some sequence reads is written by another sequence, or two tokens write one slot. Then the
   // start states are snapshotted first and sequences run in order (per head), as the oracle defines.

@@ -32,6 +32,9 @@ struct GdrGradProblem {
   bool has_checkpoints = false;
   TensorView checkpoints;                       // (R, Nv, Dv, Dk) fp32
   std::vector<int64_t> checkpoint_start;        // B
+  // The forward's corrected values V' (= each chunk's U), only with the checkpoints. Absent: computed from them.
+  bool has_corrected_values = false;
+  TensorView corrected_values;                  // (T, Nv, Dv) fp32
 };
 
 // Phase-one rules (validate.cpp, table in README.md "Backward").
@@ -42,7 +45,8 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                                             const TensorView& grad_query, const TensorView& grad_key,
                                             const TensorView& grad_value, const TensorView& grad_beta,
                                             const TensorView* grad_g, const TensorView& grad_initial_state,
-                                            const TensorView* forward_checkpoints, GdrGradProblem* problem);
+                                            const TensorView* forward_checkpoints,
+                                            const TensorView* forward_corrected_values, GdrGradProblem* problem);
 
 // Phase one (backward_plan.cpp): validate and plan.
 Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const TensorView& key, const TensorView& value,
@@ -52,7 +56,8 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
                                            const TensorView& grad_query, const TensorView& grad_key,
                                            const TensorView& grad_value, const TensorView& grad_beta,
                                            const TensorView* grad_g, const TensorView& grad_initial_state,
-                                           const TensorView* forward_checkpoints, PreparedOp* op);
+                                           const TensorView* forward_checkpoints,
+                                           const TensorView* forward_corrected_values, PreparedOp* op);
 
 // Items are (sequence, key head) pairs: one item runs every value head of its key head, so dq and dk (shared by
 // those value heads) are summed inside the item in head order, and no item writes what another writes.

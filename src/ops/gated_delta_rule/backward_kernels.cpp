@@ -3,7 +3,8 @@
 // the forward's chunk machinery (chunked_phase_one-inl.h: the grams A, P and the scaled rows; the GEMM tile):
 //   1. checkpoint pass, chunks in order: X = β⊙e^G⊙K Sᵀ, U = (I + A)^{-1} (β⊙V − X), Sᵀ ← e^{G_n} Sᵀ + (Kᵀ⊙decay) U;
 //      Sᵀ before each chunk and each chunk's U are kept (fp32). Given the forward's snapshots (the state after every
-//      chunk), there is no such pass: step 2 stages each chunk's Sᵀ from them and computes its U;
+//      chunk), there is no such pass: step 2 stages each chunk's Sᵀ from them and computes its U, or reads it from
+//      the forward's corrected values V' (the same rows) when those are given too;
 //   2. chunks in reverse, D = ∂L/∂Sᵀ after the chunk (St = Sᵀ before it, γ = e^G, decay_i = e^{G_n − G_i}):
 //      dU = Pᵀ dO + (decay⊙K) D                      dR = (I + A)^{-T} dU          (back substitution)
 //      [dA; dP] = [−dR; dO] Uᵀ  (masked)              [−dR S; dO S] = [−dR; dO] S   (S = Stᵀ)
@@ -288,6 +289,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
         PrefetchRows<TA>(p.value, t0, n, h0 + gi + 1, dv);
         if (reverse) PrefetchRows<TA>(P.grad_out, t0, n, h0 + gi + 1, dv);
         if (reverse) prefetch_snapshot(c, h0 + gi + 1);
+        if (reverse && P.has_corrected_values) PrefetchRows<float>(P.corrected_values, t0, n, h0 + gi + 1, dv);
         return;
       }
       if (c_next < 0 || c_next >= chunks) return;
@@ -297,6 +299,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       PrefetchRows<TA>(p.value, t1, n1, h0, dv);
       if (reverse) PrefetchRows<TA>(P.grad_out, t1, n1, h0, dv);
       if (reverse) prefetch_snapshot(c_next, h0);
+      if (reverse && P.has_corrected_values) PrefetchRows<float>(P.corrected_values, t1, n1, h0, dv);
     };
     for (int64_t c = 0; c < (given ? 0 : chunks); ++c) {
       const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
@@ -313,13 +316,19 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       for (int64_t gi = 0; gi < group; ++gi) {
         prefetch_next(c, gi, c - 1, true);
         PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
-        if (given) {  // S from the forward, U recomputed from it (the checkpoint pass's step without its update)
+        if (given) {  // S from the forward; U its V' rows, or recomputed (the checkpoint pass's step, no update)
           if (c == 0) {
             stage(p.state_in, h0 + gi, checkpoint(gi, c));
           } else {
             stage_from(snapshot(c, h0 + gi), P.checkpoints, checkpoint(gi, c));
           }
-          CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), nullptr);
+          if (P.has_corrected_values) {
+            const TensorView& v = P.corrected_values;
+            for (int64_t i = 0; i < n; ++i)
+              LoadRow(Element<float>(v, t0 + i, h0 + gi), v.strides[2], dv, dvp, 1.0f, solved(gi, c) + i * dvp);
+          } else {
+            CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), nullptr);
+          }
         }
         ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, checkpoint(gi, c), solved(gi, c), adjoint(gi));
       }

@@ -67,12 +67,13 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
                                            const TensorView& grad_query, const TensorView& grad_key,
                                            const TensorView& grad_value, const TensorView& grad_beta,
                                            const TensorView* grad_g, const TensorView& grad_initial_state,
-                                           const TensorView* forward_checkpoints, PreparedOp* op) {
+                                           const TensorView* forward_checkpoints,
+                                           const TensorView* forward_corrected_values, PreparedOp* op) {
   auto plan = std::make_shared<GdrGradPlan>();
   Status st = validate_chunk_gated_delta_rule_grad(query, key, value, beta, initial_state, actual_seq_lengths, g,
                                                    scale, grad_out, grad_final_state, grad_query, grad_key,
                                                    grad_value, grad_beta, grad_g, grad_initial_state,
-                                                   forward_checkpoints, &plan->problem);
+                                                   forward_checkpoints, forward_corrected_values, &plan->problem);
   if (!st.ok()) return st;
   const GdrProblem& p = plan->problem.fwd;
   const Isa isa = active_isa();

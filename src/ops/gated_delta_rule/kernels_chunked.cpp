@@ -49,6 +49,26 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ChunkContext, PrepareChunk, SolveRows (chunked_phase_one-inl.h); DF, VF, Gemm, Triangle, C
 using namespace gdr_chunk;
 
+// Columns [c0, c1) of the chunk's V' rows (w.vp, rows dvp apart) into correctedValues (T, Nv, Dv) fp32: runs
+// streamed past the caches where the rows are contiguous and vector-aligned (the backward reads them, much later),
+// fenced so the stores are ordered before the caller's barrier.
+void StoreCorrectedValues(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const GdrPassScratch& w,
+                          int64_t dvp, int64_t c0, int64_t c1) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const TensorView& v = p.corrected_values;
+  const int64_t c_end = std::min(c1, p.value_dim), stride = v.strides[2];
+  for (int64_t i = 0; i < n; ++i) {
+    float* dst = static_cast<float*>(v.data) + (t0 + i) * v.strides[0] + h * v.strides[1];
+    const float* src = w.vp + i * dvp;
+    int64_t c = c0;
+    if (stride == 1 && reinterpret_cast<uintptr_t>(dst + c) % (N * sizeof(float)) == 0)
+      for (; c + N <= c_end; c += N) hn::Stream(hn::LoadU(df, src + c), df, dst + c);
+    for (; c < c_end; ++c) dst[c * stride] = src[c];
+  }
+  hwy::FlushStream();
+}
+
 // The chunk of tokens [t0, t0 + n) of head h on columns [c0, c1) of its staged state st (Dk rows of cx.ld floats,
 // dvp of them used; transposed):
 // updates those columns of st and writes those columns of the chunk's outputs.
@@ -61,6 +81,7 @@ void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   const int64_t dk = p.key_dim, dvp = cx.dvp, ld = cx.ld, cols = c1 - c0;
   Gemm(2 * n, cols, dk, r.scaled, cx.dkp, st + c0, ld, w.x + c0, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
   SolveRows(n, c0, c1, dvp, r, w);
+  if (p.has_corrected_values) StoreCorrectedValues(p, h, t0, n, w, dvp, c0, c1);
   Gemm(n, cols, n, r.gram + n * C, C, w.vp + c0, dvp, w.x + n * dvp + c0, dvp, true, 1.0f,
        Triangle::kLowerA);                                                    // O = X_bottom + P V'
   Gemm(dk, cols, n, r.kt, C, w.vp + c0, dvp, st + c0, ld, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + (Kᵀ⊙decay) V'

@@ -205,7 +205,8 @@ bool one_token_kernel_fits(const GdrPlan& plan) {
 // faster). The rule reads the shape only, never the thread count, so the bits do not depend on the threads;
 // chunk mode (parallel over chunks) then needs the chunked kernel.
 bool choose_chunked(const GdrProblem& p, Isa isa) {
-  if (p.kernel == GdrKernel::kChunked || p.checkpoint_every > 0) return true;  // only it writes snapshots
+  if (p.kernel == GdrKernel::kChunked || p.checkpoint_every > 0 || p.has_corrected_values)
+    return true;  // only it writes snapshots and V'
   if (p.kernel == GdrKernel::kRecurrent) return false;
   const char* env = std::getenv("TXOPS_GDR_KERNEL");
   if (env != nullptr && std::strcmp(env, "chunked") == 0) return true;

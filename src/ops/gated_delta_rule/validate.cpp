@@ -151,7 +151,10 @@ Status validate_chunk_gated_delta_rule(const TensorView& query, const TensorView
 
   // out, finalState and the snapshots are written: no broadcast dims, no overlap with each other or the inputs,
   // except that finalState may be initialState itself (each item reads its state before it writes it).
-  if (!(st = check_outputs({{&final_state, "finalState"}, {&out, "out"}, {options.checkpoints, "checkpointsOptional"}},
+  if (!(st = check_outputs({{&final_state, "finalState"},
+                            {&out, "out"},
+                            {options.checkpoints, "checkpointsOptional"},
+                            {options.corrected_values, "correctedValuesOptional"}},
                            {{&query, "query"}, {&key, "key"}, {&value, "value"}, {&beta, "beta"}, {g, "gOptional"},
                             {&initial_state, "initialState"}, {&actual_seq_lengths, "actualSeqLengths"},
                             {options.state_indices, "stateIndicesOptional"},
@@ -286,7 +289,8 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                                             const TensorView& grad_query, const TensorView& grad_key,
                                             const TensorView& grad_value, const TensorView& grad_beta,
                                             const TensorView* grad_g, const TensorView& grad_initial_state,
-                                            const TensorView* forward_checkpoints, GdrGradProblem* gp) {
+                                            const TensorView* forward_checkpoints,
+                                            const TensorView* forward_corrected_values, GdrGradProblem* gp) {
   const StatusCode shape = StatusCode::kTilingError;
   GdrProblem* p = &gp->fwd;
   Status st;
@@ -308,6 +312,9 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
   if (grad_final_state && !(st = require_data(*grad_final_state, "gradFinalStateOptional")).ok()) return st;
   if (grad_g && !(st = require_data(*grad_g, "gradGOptional")).ok()) return st;
   if (forward_checkpoints && !(st = require_data(*forward_checkpoints, "forwardCheckpointsOptional")).ok()) return st;
+  if (forward_corrected_values &&
+      !(st = require_data(*forward_corrected_values, "forwardCorrectedValuesOptional")).ok())
+    return st;
 
   if (!(st = require_activation_dtype(query, "query")).ok()) return st;
   const NamedView same_as_query[] = {{&key, "key"},           {&value, "value"},         {&beta, "beta"},
@@ -331,6 +338,12 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
   if (forward_checkpoints &&
       !(st = require_dtype(*forward_checkpoints, "forwardCheckpointsOptional", DType::kF32)).ok())
     return st;
+  if (forward_corrected_values &&
+      !(st = require_dtype(*forward_corrected_values, "forwardCorrectedValuesOptional", DType::kF32)).ok())
+    return st;
+  if (forward_corrected_values && !forward_checkpoints)
+    return fail(StatusCode::kParamInvalid,
+                "forwardCorrectedValuesOptional must be null when forwardCheckpointsOptional is null, got a tensor");
 
   p->decode = false;
   p->scale = scale;
@@ -373,6 +386,11 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                   " (the sum over the sequences of L / %" PRId64 "), got %" PRId64,
                   rows, kGdrChunk, cp.shape[0]);
   }
+  if (forward_corrected_values &&
+      !(st = require_shape(shape, *forward_corrected_values, "forwardCorrectedValuesOptional", "(T, Nv, Dv)",
+                           {T, Nv, Dv}))
+           .ok())
+    return st;
 
   // The gradients are written: no broadcast dims, no overlap with each other or the inputs, except that
   // gradInitialState may be gradFinalStateOptional itself (each item reads it before it writes it).
@@ -391,7 +409,8 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
                             {&actual_seq_lengths, "actualSeqLengths"},
                             {&grad_out, "gradOut"},
                             {grad_final_state, "gradFinalStateOptional"},
-                            {forward_checkpoints, "forwardCheckpointsOptional"}},
+                            {forward_checkpoints, "forwardCheckpointsOptional"},
+                            {forward_corrected_values, "forwardCorrectedValuesOptional"}},
                            &grad_initial_state, grad_final_state))
            .ok())
     return st;
@@ -411,6 +430,8 @@ Status validate_chunk_gated_delta_rule_grad(const TensorView& query, const Tenso
   gp->grad_initial_state = grad_initial_state;
   gp->has_checkpoints = forward_checkpoints != nullptr;
   if (forward_checkpoints) gp->checkpoints = *forward_checkpoints;
+  gp->has_corrected_values = forward_corrected_values != nullptr;
+  if (forward_corrected_values) gp->corrected_values = *forward_corrected_values;
   return Status();
 }
 

@@ -1,5 +1,5 @@
 // validate_serving.cpp — phase-one rules of the prefill's serving options (GdrPrefillOptions, a txops extension):
-// state indices into a pool, zero starts, prefix-cache snapshots. One check per rule, "<param> <rule>, got <value>";
+// state indices into a pool, zero starts, prefix-cache snapshots, the corrected values V'. One check per rule, "<param> <rule>, got <value>";
 // codes as the prefill's: null 161001, dtype 161002, shapes 561002, host-visible integers 161002. Reads the
 // host-visible index tensors (as the decode op reads ssmStateIndices); fills the slots and snapshot rows of the
 // problem.
@@ -119,6 +119,23 @@ Status check_checkpoints(const GdrPrefillOptions& o, GdrProblem* p) {
   return Status();
 }
 
+// correctedValuesOptional (T, Nv, Dv) fp32, written by the chunked kernel only.
+Status check_corrected_values(const GdrPrefillOptions& o, GdrProblem* p) {
+  if (o.corrected_values == nullptr) return Status();
+  const TensorView& cv = *o.corrected_values;
+  Status st = require_data(cv, "correctedValuesOptional");
+  if (st.ok()) st = require_dtype(cv, "correctedValuesOptional", DType::kF32);
+  if (st.ok())
+    st = require_shape(kShape, cv, "correctedValuesOptional", "(T, Nv, Dv)",
+                       {p->num_tokens, p->num_value_heads, p->value_dim});
+  if (!st.ok()) return st;
+  if (o.kernel == GdrKernel::kRecurrent)
+    return fail(kValue, "kernel must be auto or chunked when correctedValuesOptional is given, got recurrent");
+  p->has_corrected_values = true;
+  p->corrected_values = cv;
+  return Status();
+}
+
 }  // namespace
 
 Status validate_prefill_options(const GdrPrefillOptions& options, int64_t slots, GdrProblem* p) {
@@ -133,7 +150,8 @@ Status validate_prefill_options(const GdrPrefillOptions& options, int64_t slots,
   if (options.state_indices != nullptr && !(st = check_state_indices(*options.state_indices, slots, p)).ok()) return st;
   if (options.has_initial_state != nullptr && !(st = check_has_initial_state(*options.has_initial_state, p)).ok())
     return st;
-  return check_checkpoints(options, p);
+  if (!(st = check_checkpoints(options, p)).ok()) return st;
+  return check_corrected_values(options, p);
 }
 
 }  // namespace txops
