@@ -50,8 +50,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 using namespace gdr_chunk;
 
 // Columns [c0, c1) of the chunk's V' rows (w.vp, rows dvp apart) into correctedValues (T, Nv, Dv) fp32: runs
-// streamed past the caches where the rows are contiguous and vector-aligned (the backward reads them, much later),
-// fenced so the stores are ordered before the caller's barrier.
+// streamed past the caches where the rows are contiguous and vector-aligned (the backward reads them, much later;
+// the drivers fence once per work unit, FlushStream, before their barrier).
 void StoreCorrectedValues(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const GdrPassScratch& w,
                           int64_t dvp, int64_t c0, int64_t c1) {
   const DF df;
@@ -66,7 +66,6 @@ void StoreCorrectedValues(const GdrProblem& p, int64_t h, int64_t t0, int64_t n,
       for (; c + N <= c_end; c += N) hn::Stream(hn::LoadU(df, src + c), df, dst + c);
     for (; c < c_end; ++c) dst[c * stride] = src[c];
   }
-  hwy::FlushStream();
 }
 
 // The chunk of tokens [t0, t0 + n) of head h on columns [c0, c1) of its staged state st (Dk rows of cx.ld floats,
@@ -139,8 +138,8 @@ void StoreColumns(const GdrProblem& p, int64_t ld, int64_t b, int64_t h, int64_t
 
 // Columns [c0, c1) of st into an fp32 snapshot in key-major memory order (dst.strides[2] == 1, the layout the
 // backward's forward_checkpoints read fastest): each Sᵀ row is a run, streamed past the caches where the address
-// is vector-aligned (nothing reads it before the backward), fenced so the stores are ordered before the caller's
-// barrier. The same values as StoreColumnsTo<float>.
+// is vector-aligned (nothing reads it before the backward; the drivers fence once per work unit). The same values
+// as StoreColumnsTo<float>.
 void StreamKeyMajorColumns(const GdrProblem& p, int64_t ld, const TensorView& dst, int64_t row, int64_t h,
                            int64_t c0, int64_t c1, const float* st) {
   const DF df;
@@ -155,7 +154,6 @@ void StreamKeyMajorColumns(const GdrProblem& p, int64_t ld, const TensorView& ds
       for (; c + N <= r_end; c += N) hn::Stream(hn::LoadU(df, src + c), df, o + c);
     for (; c < r_end; ++c) o[c] = src[c];
   }
-  hwy::FlushStream();
 }
 
 // After the chunk of sequence b that ends at token offset `end`: its snapshot, when one falls there.
@@ -222,6 +220,7 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
   }
   for (int64_t h = h_begin; h < h_end; ++h)
     StoreColumns<TS>(p, cx.ld, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
+  hwy::FlushStream();  // the streamed snapshots and V', before the caller's barrier
 }
 
 // Items [begin, end) of B x Nv (sequence-major), grouped by sequence.
@@ -312,6 +311,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
           StoreSnapshot(p, cx.ld, b, t0 + n - p.seq_start[b], item % nv, c0, c1, staged + item * state_floats);
         }
       }
+      hwy::FlushStream();  // the streamed snapshots and V', before the barrier
     });
   }
   parallel_parts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
