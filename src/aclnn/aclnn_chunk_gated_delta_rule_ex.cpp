@@ -1,6 +1,6 @@
 // aclnn_chunk_gated_delta_rule_ex.cpp — aclnnChunkGatedDeltaRuleEx (txops extension: the prefill with state
-// indices, zero starts, snapshots and the corrected values): aclTensor -> TensorView (optional tensors may be null), then the prefill's
-// phase one with GdrPrefillOptions.
+// indices, zero starts, snapshots and the corrected values): aclTensor -> TensorView (optional tensors may be
+// null), then the prefill's phase one with GdrPrefillOptions.
 #include "aclnnop/aclnn_chunk_gated_delta_rule_ex.h"
 
 #include "aclnn/gdr_prefill_inputs.h"

@@ -17,7 +17,7 @@
 // or the thread count. All arithmetic is fp32 (inputs widened exactly); outputs and final states are rounded once.
 // Serving options (args.h): the start state may be a pool row or zero, the final state goes to a pool row, and
 // the state after every checkpoint_every tokens is stored as a snapshot (the staged fp32 state, rounded only when
-// the snapshots are bf16).
+// the snapshots are bf16); training: the corrected values V' of every token are stored too (the backward's U).
 // Derivation and measurements: README.md ("Chunked algorithm").
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/gated_delta_rule/kernels_chunked.cpp"

@@ -1,8 +1,8 @@
 // validate_serving.cpp — phase-one rules of the prefill's serving options (GdrPrefillOptions, a txops extension):
-// state indices into a pool, zero starts, prefix-cache snapshots, the corrected values V'. One check per rule, "<param> <rule>, got <value>";
-// codes as the prefill's: null 161001, dtype 161002, shapes 561002, host-visible integers 161002. Reads the
-// host-visible index tensors (as the decode op reads ssmStateIndices); fills the slots and snapshot rows of the
-// problem.
+// state indices into a pool, zero starts, prefix-cache snapshots, the corrected values V'. One check per rule,
+// "<param> <rule>, got <value>"; codes as the prefill's: null 161001, dtype 161002, shapes 561002, host-visible
+// integers 161002. Reads the host-visible index tensors (as the decode op reads ssmStateIndices); fills the slots
+// and snapshot rows of the problem.
 #include <algorithm>
 #include <cinttypes>
 #include <vector>
