@@ -359,6 +359,40 @@ TEST(GdrServingValidation, EveryRuleHasItsCodeAndNamesItsParameter) {
   EXPECT_TRUE(call(p, pv, p.lengths.view(), pv, ok).ok());
 }
 
+// correctedValuesOptional (T, Nv, Dv) fp32, chunked kernel only, overlapping nothing; given, every element is written.
+TEST(GdrServingValidation, CorrectedValuesRules) {
+  PrefillConfig c;
+  c.lengths = {130, 6};
+  c.nk = 1, c.nv = 2, c.dk = 8, c.dv = 8;
+  PrefillProblem p(c);
+  HostTensor cv(DType::kF32, {136, 2, 8}), cv_bf16(DType::kBF16, {136, 2, 8}), cv_shape(DType::kF32, {136, 2, 4});
+  struct Case { const char* what; const HostTensor* t; GdrKernel kernel; StatusCode code; const char* param; };
+  const Case cases[] = {
+      {"bf16", &cv_bf16, GdrKernel::kAuto, StatusCode::kParamInvalid, "correctedValuesOptional"},
+      {"shape", &cv_shape, GdrKernel::kAuto, StatusCode::kTilingError, "correctedValuesOptional"},
+      {"recurrent kernel", &cv, GdrKernel::kRecurrent, StatusCode::kParamInvalid, "kernel"},
+      {"overlaps out", nullptr, GdrKernel::kAuto, StatusCode::kParamInvalid, "correctedValuesOptional"},
+  };
+  c.act = DType::kF32;
+  PrefillProblem pf(c);  // fp32 activations: out has V's dtype and shape, so it can alias
+  for (const Case& k : cases) {
+    GdrPrefillOptions o;
+    o.kernel = k.kernel;
+    TensorView v = k.t != nullptr ? k.t->view() : pf.out.view();
+    o.corrected_values = &v;
+    PrefillProblem& q = k.t != nullptr ? p : pf;
+    const Status st = call(q, q.initial_state.view(), q.lengths.view(), q.final_state.view(), o);
+    EXPECT_EQ(st.code(), k.code) << k.what << ": " << st.message();
+    EXPECT_TRUE(names_parameter(st.message(), k.param)) << k.what << ": " << st.message();
+  }
+  std::fill(cv.bytes.begin(), cv.bytes.end(), 0xFF);  // NaN: an element left unwritten fails all_finite
+  GdrPrefillOptions o;
+  const TensorView v = cv.view();
+  o.corrected_values = &v;
+  ASSERT_TRUE(call(p, p.initial_state.view(), p.lengths.view(), p.final_state.view(), o).ok());
+  EXPECT_TRUE(all_finite(cv));
+}
+
 // ---- aclnn ----
 
 TEST(GdrServingAclnn, ExMatchesTheCppCall) {
