@@ -8,8 +8,8 @@
 // them; dims snapshots=0: neither). bf16 by
 // default (q, k, v, beta, out and the states share the dtype; g is fp32); fp32 on request.
 // FLOPs: 6*Dk*Dv per token per value head, whatever the algorithm (the backward: 12*Dk*Dv + 64*(4*Dv + 4*Dk)
-// reading the forward's snapshots and V', 16*Dk*Dv + 64*(5*Dv + 4*Dk) recomputing them, its chunked algorithm's count,
-// src/ops/gated_delta_rule/README.md "Backward"). Bytes: every input and output once;
+// reading the forward's snapshots and V', 16*Dk*Dv + 64*(5*Dv + 4*Dk) recomputing them, its chunked algorithm's
+// count, src/ops/gated_delta_rule/README.md "Backward"). Bytes: every input and output once;
 // decode's state traffic counts each touched state read once and written once per token.
 // The fp64 token loop is slow for prefill shapes (~26 GFLOP), so the reference covers the first key heads
 // (and their value-head groups) within a fixed budget; heads are independent, so this checks the same code.

@@ -201,8 +201,8 @@ struct GdrPrefillOptions {
   int64_t checkpoint_every = 0;
   const TensorView* checkpoints = nullptr;
   const TensorView* checkpoint_starts = nullptr;
-  // (T, Nv, Dv) fp32 or null: the corrected values V' of every token, (I + A)^{-1} (β⊙V − β⊙e^G⊙K Sᵀ) of its
-  // chunk of 64 (S the state before the chunk; fla's v_new), written by the chunked kernel (kernel auto or
+  // (T, Nv, Dv) fp32 or null: the corrected values V' of every token, (I + A)^{-1} (β⊙V − β⊙e^G⊙K Sᵀ) of
+  // its chunk of 64 (S the state before the chunk; fla's v_new), written by the chunked kernel (kernel auto or
   // chunked). With the fp32 snapshots every 64 tokens they are what chunk_gated_delta_rule_grad reads instead of
   // recomputing (training).
   const TensorView* corrected_values = nullptr;

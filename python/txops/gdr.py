@@ -6,9 +6,8 @@ states (B | BlockNum, Nv, Dv, Dk); T concatenates the sequences, whose lengths a
 chunk_gated_delta_rule is differentiable with torch: when autograd records it, the forward also keeps its fp32
 states every 64 tokens and its corrected values (torch.ops.txops.chunk_gated_delta_rule_train; 4·(Dk·Dv/64 + Dv)
 bytes per token and value head; set_gdr_keep_forward_states(False): none) and its backward,
-chunk_gated_delta_rule_grad, reads them; calls without autograd keep nothing. The decode operator
-has no backward. Under autograd,
-torch.compile or a tracing mode they go through torch.ops.txops.* (txops._torch_ops).
+chunk_gated_delta_rule_grad, reads them; calls without autograd keep nothing. The decode operator has no backward.
+Under autograd, torch.compile or a tracing mode they go through torch.ops.txops.* (txops._torch_ops).
 """
 from __future__ import annotations
 
@@ -37,9 +36,8 @@ def set_gdr_keep_forward_states(keep: bool) -> None:
     """Whether :func:`chunk_gated_delta_rule`, when autograd records it, keeps its fp32 states every 64 tokens and
     its corrected values for the backward (the default: ``4·(Dk·Dv/64 + Dv)`` bytes per token and value head,
     1.5 KiB at Dk = Dv = 128; the backward is then 18–22 % faster) or keeps only its inputs (the backward
-    recomputes them). Read when a
-    call is recorded (under torch.compile: when it is traced). The gradients agree within the tolerance either way
-    (bit for bit with fp16 / fp32 activations).
+    recomputes them). Read when a call is recorded (under torch.compile: when it is traced). The gradients agree
+    within the tolerance either way (bit for bit with fp16 / fp32 activations).
 
     Parameters
     ----------
