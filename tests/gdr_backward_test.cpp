@@ -378,6 +378,9 @@ TEST_P(GdrBackwardOnIsa, ForwardSnapshotsGiveTheSameGradients) {
       {{129, 63, 65}, 1, 3, 33, 5, DType::kF32, DType::kBF16, true},
       {{200, 64}, 2, 8, 24, 20, DType::kBF16, DType::kF32, true},
       {{130, 7}, 1, 2, 128, 128, DType::kBF16, DType::kBF16, false},
+      // key-major with Dv a multiple of 16: with V' the snapshots are read where they lie (no staging copy)
+      {{130, 64, 0}, 1, 2, 16, 32, DType::kF32, DType::kF32, true},
+      {{70}, 1, 1, 128, 128, DType::kF16, DType::kF32, true},
   };
   for (const Case& k : cases) {
     PrefillConfig c = config(k.lengths, k.nk, k.nv, k.dk, k.dv);

@@ -259,6 +259,10 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
     for (int64_t c = 0; c < dk; ++c) std::fill(dst + c * dvp + dv, dst + (c + 1) * dvp, 0.0f);
   };
   auto stage = [&](const TensorView& v, int64_t h, float* dst) { stage_from(head(v, h), v, dst); };
+  // A key-major snapshot whose Dk rows are contiguous runs of Dv = dvp floats is already Sᵀ as the reverse step
+  // reads it (with V' given, nothing else reads the staged copy): it is used where it lies.
+  const bool snapshot_in_place = given && P.has_corrected_values && dv == dvp && P.checkpoints.strides[2] == 1 &&
+                                 P.checkpoints.strides[3] == dvp;
   // The forward's S before chunk c >= 1 of value head h: the snapshot after chunk c - 1.
   auto snapshot = [&](int64_t c, int64_t h) {
     const TensorView& v = P.checkpoints;
@@ -316,9 +320,12 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       for (int64_t gi = 0; gi < group; ++gi) {
         prefetch_next(c, gi, c - 1, true);
         PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
+        const float* st = checkpoint(gi, c);
         if (given) {  // S from the forward; U its V' rows, or recomputed (the checkpoint pass's step, no update)
           if (c == 0) {
             stage(p.state_in, h0 + gi, checkpoint(gi, c));
+          } else if (snapshot_in_place) {
+            st = snapshot(c, h0 + gi);
           } else {
             stage_from(snapshot(c, h0 + gi), P.checkpoints, checkpoint(gi, c));
           }
@@ -330,7 +337,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
             CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), nullptr);
           }
         }
-        ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, checkpoint(gi, c), solved(gi, c), adjoint(gi));
+        ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, st, solved(gi, c), adjoint(gi));
       }
       for (int64_t i = 0; i < n; ++i) {
         StoreRowF32(s.dq + i * dkp, dk, At<TA>(P.grad_query, t0 + i, hk), P.grad_query.strides[2]);
