@@ -188,6 +188,17 @@ HWY_INLINE void StoreRowF32(const float* src, int64_t count, T* dst, int64_t str
   for (; j < count; ++j) StoreScalarF32(src[j], dst + j * stride);
 }
 
+// StoreRowF32 for an fp32 row that nothing reads soon: non-temporal stores where dst is contiguous and
+// vector-aligned (the caller fences, hwy::FlushStream, before another thread reads it). The same values.
+HWY_INLINE void StreamRowF32(const float* src, int64_t count, float* dst, int64_t stride) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  if (stride == 1 && reinterpret_cast<uintptr_t>(dst) % (N * sizeof(float)) == 0)
+    for (; j + N <= count; j += N) hn::Stream(hn::LoadU(df, src + j), df, dst + j);
+  for (; j < count; ++j) dst[j * stride] = src[j];
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace txops
 HWY_AFTER_NAMESPACE();

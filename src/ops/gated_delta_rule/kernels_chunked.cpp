@@ -54,17 +54,12 @@ using namespace gdr_chunk;
 // the drivers fence once per work unit, FlushStream, before their barrier).
 void StoreCorrectedValues(const GdrProblem& p, int64_t h, int64_t t0, int64_t n, const GdrPassScratch& w,
                           int64_t dvp, int64_t c0, int64_t c1) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const TensorView& v = p.corrected_values;
   const int64_t c_end = std::min(c1, p.value_dim), stride = v.strides[2];
+  if (c_end <= c0) return;
   for (int64_t i = 0; i < n; ++i) {
     float* dst = static_cast<float*>(v.data) + (t0 + i) * v.strides[0] + h * v.strides[1];
-    const float* src = w.vp + i * dvp;
-    int64_t c = c0;
-    if (stride == 1 && reinterpret_cast<uintptr_t>(dst + c) % (N * sizeof(float)) == 0)
-      for (; c + N <= c_end; c += N) hn::Stream(hn::LoadU(df, src + c), df, dst + c);
-    for (; c < c_end; ++c) dst[c * stride] = src[c];
+    StreamRowF32(w.vp + i * dvp + c0, c_end - c0, dst + c0 * stride, stride);
   }
 }
 
@@ -75,8 +70,6 @@ template <class TA>
 void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrChunkRecord& r,
                const GdrPassScratch& w, float* st, int64_t c0, int64_t c1) {
   const GdrProblem& p = *cx.p;
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t dk = p.key_dim, dvp = cx.dvp, ld = cx.ld, cols = c1 - c0;
   Gemm(2 * n, cols, dk, r.scaled, cx.dkp, st + c0, ld, w.x + c0, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
   SolveRows(n, c0, c1, dvp, r, w);
@@ -85,13 +78,10 @@ void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
        Triangle::kLowerA);                                                    // O = X_bottom + P V'
   Gemm(dk, cols, n, r.kt, C, w.vp + c0, dvp, st + c0, ld, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + (Kᵀ⊙decay) V'
   const int64_t c_end = std::min(c1, p.value_dim), stride = p.out.strides[2];
+  if (c_end <= c0) return;
   for (int64_t i = 0; i < n; ++i) {
     TA* dst = static_cast<TA*>(p.out.data) + (t0 + i) * p.out.strides[0] + h * p.out.strides[1];
-    const float* src = w.x + (n + i) * dvp;
-    int64_t c = c0;
-    if (stride == 1)
-      for (; c + N <= c_end; c += N) StoreF32(df, hn::LoadU(df, src + c), dst + c);
-    for (; c < c_end; ++c) StoreScalarF32(src[c], dst + c * stride);
+    StoreRowF32(w.x + (n + i) * dvp + c0, c_end - c0, dst + c0 * stride, stride);
   }
 }
 
@@ -142,18 +132,10 @@ void StoreColumns(const GdrProblem& p, int64_t ld, int64_t b, int64_t h, int64_t
 // as StoreColumnsTo<float>.
 void StreamKeyMajorColumns(const GdrProblem& p, int64_t ld, const TensorView& dst, int64_t row, int64_t h,
                            int64_t c0, int64_t c1, const float* st) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   float* out = StateHead<float>(dst, row, h);
   const int64_t r_end = std::min(c1, p.value_dim);
-  for (int64_t k = 0; k < p.key_dim; ++k) {
-    const float* src = st + k * ld;
-    float* o = out + k * dst.strides[3];
-    int64_t c = c0;
-    if (reinterpret_cast<uintptr_t>(o + c) % (N * sizeof(float)) == 0)
-      for (; c + N <= r_end; c += N) hn::Stream(hn::LoadU(df, src + c), df, o + c);
-    for (; c < r_end; ++c) o[c] = src[c];
-  }
+  if (r_end <= c0) return;
+  for (int64_t k = 0; k < p.key_dim; ++k) StreamRowF32(st + k * ld + c0, r_end - c0, out + k * dst.strides[3] + c0, 1);
 }
 
 // After the chunk of sequence b that ends at token offset `end`: its snapshot, when one falls there.
