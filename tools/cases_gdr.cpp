@@ -71,16 +71,34 @@ double tb(const HostTensor& t) { return static_cast<double>(t.bytes()); }
 
 // Training (dims "snapshots" = 1): the forward writes its fp32 states after every 64 tokens and its corrected values
 // V' (T, Nv, Dv) fp32, the backward reads them (forward_checkpoints, forward_corrected_values) instead of recomputing
-// them. The states are stored key-major, (R, Nv, Dk, Dv) in memory, the layout both move as contiguous runs;
-// key_major_snapshots returns the (R, Nv, Dv, Dk) view the ops take. R = T / 64 covers any lengths summing to T.
-constexpr int64_t kSnapshotEvery = 64;
-TensorView key_major_snapshots(int64_t T, int64_t Nv, int64_t Dk, int64_t Dv, HostTensor* storage) {
-  *storage = HostTensor(DType::kF32, {std::max<int64_t>(T / kSnapshotEvery, 1), Nv, Dk, Dv});
-  TensorView v = storage->view;
-  std::swap(v.shape[2], v.shape[3]);
-  std::swap(v.strides[2], v.strides[3]);
-  return v;
-}
+// them. The states are stored key-major, (R, Nv, Dk, Dv) in memory, the layout both move as contiguous runs, and
+// passed as their (R, Nv, Dv, Dk) view. R = T / 64 covers any lengths summing to T. Empty when not training.
+struct TrainingRecord {
+  static constexpr int64_t kEvery = 64;
+  HostTensor states, corrected;
+  TensorView states_view;
+
+  void allocate(int64_t T, int64_t Nv, int64_t Dk, int64_t Dv) {
+    states = HostTensor(DType::kF32, {std::max<int64_t>(T / kEvery, 1), Nv, Dk, Dv});
+    corrected = HostTensor(DType::kF32, {T, Nv, Dv});
+    states_view = states.view;
+    std::swap(states_view.shape[2], states_view.shape[3]);
+    std::swap(states_view.strides[2], states_view.strides[3]);
+  }
+  bool given() const { return states.bytes() > 0; }
+  double bytes() const { return tb(states) + tb(corrected); }
+  // The forward's options that write the record.
+  GdrPrefillOptions forward_options() const {
+    GdrPrefillOptions o;
+    o.checkpoint_every = kEvery;
+    o.checkpoints = &states_view;
+    o.corrected_values = &corrected.view;
+    return o;
+  }
+  // The backward's forward_checkpoints / forward_corrected_values (null when not training).
+  const TensorView* checkpoints() const { return given() ? &states_view : nullptr; }
+  const TensorView* corrected_values() const { return given() ? &corrected.view : nullptr; }
+};
 
 // The prefill. With dims "pool" > 0 (the serving variant) the B states live in a pool of that many rows, read and
 // written in place by GdrPrefillOptions::state_indices (rows spread over the pool); the reference then runs on the
@@ -118,15 +136,12 @@ class ChunkGdrCase : public BenchCase {
       pool_ = HostTensor(dt, {pool, Nv, Dv, Dk});
       pool_.buffer.copy_from(pool0_.buffer);
     }
-    if (d.get("snapshots") != 0) {
-      snapshots_ = key_major_snapshots(T, Nv, Dk, Dv, &checkpoints_);
-      corrected_ = HostTensor(DType::kF32, {T, Nv, Dv});
-    }
+    if (d.get("snapshots") != 0) record_.allocate(T, Nv, Dk, Dv);
     scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
     tokens = T;
     flops = 6.0 * Dk * Dv * T * Nv;
     bytes = tb(q_) + tb(k_) + tb(v_) + tb(beta_) + tb(g_) + tb(init_) + tb(final_) + tb(out_) + tb(lens_) + tb(idx_) +
-            tb(checkpoints_) + tb(corrected_);
+            record_.bytes();
     kh_ = reference_key_heads(Nk, flops, static_cast<double>(B * Nv * Dv * Dk));
     check_note = heads_note(kh_, Nk, Nv);
     nvh_ = kh_ * (Nv / Nk);
@@ -141,14 +156,9 @@ class ChunkGdrCase : public BenchCase {
     if (!slots_.empty()) pool_.buffer.copy_from(pool0_.buffer);
   }
   Status run() override {
-    if (checkpoints_.bytes() > 0) {
-      GdrPrefillOptions o;
-      o.checkpoint_every = kSnapshotEvery;
-      o.checkpoints = &snapshots_;
-      o.corrected_values = &corrected_.view;
+    if (record_.given())
       return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view, scale_,
-                                    out_.view, final_.view, o);
-    }
+                                    out_.view, final_.view, record_.forward_options());
     if (slots_.empty())
       return chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view, scale_,
                                     out_.view, final_.view);
@@ -158,7 +168,7 @@ class ChunkGdrCase : public BenchCase {
                                   out_.view, pool_.view, o);
   }
   std::vector<TensorView> outputs() const override {
-    if (checkpoints_.bytes() > 0) return {out_.view, final_.view, checkpoints_.view, corrected_.view};
+    if (record_.given()) return {out_.view, final_.view, record_.states.view, record_.corrected.view};
     if (slots_.empty()) return {out_.view, final_.view};
     return {out_.view, pool_.view};
   }
@@ -174,8 +184,8 @@ class ChunkGdrCase : public BenchCase {
 
  private:
   char* row(const HostTensor& t, int64_t i) const { return static_cast<char*>(t.view.data) + i * row_bytes_; }
-  HostTensor q_, k_, v_, beta_, g_, init_, final_, out_, lens_, idx_, pool_, pool0_, checkpoints_, corrected_;
-  TensorView snapshots_;        // training: checkpoints_ as the (R, Nv, Dv, Dk) view the forward writes
+  HostTensor q_, k_, v_, beta_, g_, init_, final_, out_, lens_, idx_, pool_, pool0_;
+  TrainingRecord record_;       // training: what the forward writes for the backward
   std::vector<int32_t> slots_;  // serving: the pool row of each sequence
   size_t row_bytes_ = 0;
   float scale_;
@@ -282,25 +292,20 @@ class ChunkGdrGradCase : public BenchCase {
     fill_uniform(&dout_, 77, -1, 1);
     fill_uniform(&dfinal_, 78, -0.1f, 0.1f);
     scale_ = 1.0f / std::sqrt(static_cast<float>(Dk));
-    if (d.get("snapshots") != 0) {  // the training forward's snapshots and V', written once here
-      snapshots_ = key_major_snapshots(T, Nv, Dk, Dv, &checkpoints_);
-      corrected_ = HostTensor(DType::kF32, {T, Nv, Dv});
+    if (d.get("snapshots") != 0) {  // the training forward's record, written once here
+      record_.allocate(T, Nv, Dk, Dv);
       HostTensor out(dt, {T, Nv, Dv}), fin(dt, {B, Nv, Dv, Dk});
-      GdrPrefillOptions o;
-      o.checkpoint_every = kSnapshotEvery;
-      o.checkpoints = &snapshots_;
-      o.corrected_values = &corrected_.view;
       setup_status_ = chunk_gated_delta_rule(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view,
-                                             scale_, out.view, fin.view, o);
+                                             scale_, out.view, fin.view, record_.forward_options());
     }
     tokens = T;
     // (with the forward's states and V' there is no checkpoint pass: two state-sized GEMMs and the forward
     // substitution fewer)
-    flops = (checkpoints_.bytes() > 0 ? 12.0 * Dk * Dv + 64.0 * (4.0 * Dv + 4.0 * Dk)
+    flops = (record_.given() ? 12.0 * Dk * Dv + 64.0 * (4.0 * Dv + 4.0 * Dk)
                                       : 16.0 * Dk * Dv + 64.0 * (5.0 * Dv + 4.0 * Dk)) * T * Nv;
-    bytes = 0;
+    bytes = record_.bytes();
     for (const HostTensor* t : {&q_, &k_, &v_, &beta_, &g_, &init_, &dout_, &dfinal_, &dq_, &dk_, &dv_, &dbeta_,
-                                &dg_, &dinit_, &lens_, &checkpoints_, &corrected_})
+                                &dg_, &dinit_, &lens_})
       bytes += tb(*t);
     nvh_ = Nv / Nk;
     if (Nk > 1) check_note = heads_note(1, Nk, Nv);
@@ -315,8 +320,7 @@ class ChunkGdrGradCase : public BenchCase {
     if (!setup_status_.ok()) return setup_status_;
     return chunk_gated_delta_rule_grad(q_.view, k_.view, v_.view, beta_.view, init_.view, lens_.view, &g_.view,
                                        scale_, dout_.view, &dfinal_.view, dq_.view, dk_.view, dv_.view, dbeta_.view,
-                                       &dg_.view, dinit_.view, checkpoints_.bytes() > 0 ? &snapshots_ : nullptr,
-                                       checkpoints_.bytes() > 0 ? &corrected_.view : nullptr);
+                                       &dg_.view, dinit_.view, record_.checkpoints(), record_.corrected_values());
   }
   std::vector<TensorView> outputs() const override {
     return {dq_.view, dk_.view, dv_.view, dbeta_.view, dg_.view, dinit_.view};
@@ -334,9 +338,8 @@ class ChunkGdrGradCase : public BenchCase {
   }
 
  private:
-  HostTensor q_, k_, v_, beta_, g_, init_, dout_, dfinal_, dq_, dk_, dv_, dbeta_, dg_, dinit_, lens_, checkpoints_,
-      corrected_;
-  TensorView snapshots_;
+  HostTensor q_, k_, v_, beta_, g_, init_, dout_, dfinal_, dq_, dk_, dv_, dbeta_, dg_, dinit_, lens_;
+  TrainingRecord record_;
   Status setup_status_;
   float scale_;
   int64_t nvh_;
