@@ -148,19 +148,16 @@ def chunk_gated_delta_rule(query: Array, key: Array, value: Array, beta: Array,
         initial_state = zeros((lengths.shape[0], value_heads, value_dim, key_dim), _float32_of(query), query)
     scale = _default_scale(scale, key)
     ops = torch_ops(query, key, value, beta, initial_state, g)
-    if ops is not None and _keep_forward_states and grad_needed(query, key, value, beta, initial_state, g):
-        # Training: the forward also keeps its fp32 states every 64 tokens and its corrected values for the backward
-        # (1.5 KiB per token and value head at Dk = Dv = 128), which then skips recomputing them.
-        result, result_state, _, _ = ops.chunk_gated_delta_rule_train(query, key, value, beta, initial_state,
-                                                                      lengths, g, scale)
-        if out is not None:
-            result = out.copy_(result)
-        if final_state is not None:
-            result_state = final_state.copy_(result_state)
-        return result, result_state
-    if ops is not None and ((out is None and final_state is None) or
-                            grad_needed(query, key, value, beta, initial_state, g)):
-        result, result_state = ops.chunk_gated_delta_rule(query, key, value, beta, initial_state, lengths, g, scale)
+    training = ops is not None and grad_needed(query, key, value, beta, initial_state, g)
+    if training or (ops is not None and out is None and final_state is None):
+        if training and _keep_forward_states:
+            # The forward also keeps its fp32 states every 64 tokens and its corrected values for the backward
+            # (1.5 KiB per token and value head at Dk = Dv = 128), which then skips recomputing them.
+            result, result_state, _, _ = ops.chunk_gated_delta_rule_train(query, key, value, beta, initial_state,
+                                                                          lengths, g, scale)
+        else:
+            result, result_state = ops.chunk_gated_delta_rule(query, key, value, beta, initial_state, lengths, g,
+                                                              scale)
         if out is not None:
             result = out.copy_(result)
         if final_state is not None:
