@@ -365,9 +365,12 @@ struct PairCodec {  // bf16 pairs: even and odd elements of 2N
 };
 #endif
 
+// next_in (nullptr: none): the state the caller updates next, rows in_stride apart; pass 2 prefetches it a row per
+// row, so its first pass finds it in cache (pass 2 itself reads only what pass 1 left in cache: the memory would
+// idle during it).
 template <bool kVectorDecay, class TS, class C>
 HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
-                                  int64_t out_stride) {
+                                  int64_t out_stride, const TS* next_in) {
   constexpr int V = C::kVectors;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df)), dv = tp.dv, G = V * N;
@@ -420,6 +423,7 @@ HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_i
     const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
     const TS* src = s_in + r * in_stride;
     TS* dst = s_out + r * out_stride;
+    if (next_in != nullptr) PrefetchRow(next_in, r * in_stride, row_bytes);
     for (int64_t j = 0; j < dv; j += G) {
       VF sv[V];
       C::Load(df, src + j, sv);
@@ -431,14 +435,14 @@ HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_i
 
 template <bool kVectorDecay, class TS>
 HWY_INLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
-                                 int64_t out_stride) {
+                                 int64_t out_stride, const TS* next_in) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
     if (tp.dv % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
-      return KeyMajorColumns<kVectorDecay, TS, PairCodec>(tp, dk, s_in, in_stride, s_out, out_stride);
+      return KeyMajorColumns<kVectorDecay, TS, PairCodec>(tp, dk, s_in, in_stride, s_out, out_stride, next_in);
   }
 #endif
-  KeyMajorColumns<kVectorDecay, TS, VCodec<TS>>(tp, dk, s_in, in_stride, s_out, out_stride);
+  KeyMajorColumns<kVectorDecay, TS, VCodec<TS>>(tp, dk, s_in, in_stride, s_out, out_stride, next_in);
 }
 
 }  // namespace gdr

@@ -328,14 +328,17 @@ HeadState<TS> StartState(const GdrPlan& plan, int64_t b, int64_t h, const void* 
 // One token of one head straight from src to dst (the pool itself, or an initial state to a final state), with
 // the kernel the layout allows: key-major (v stride 1), or value-major rows (token-major registers or wide rows).
 // The plan checked that one applies (key_major_state / direct_state, prefill_one_token_direct).
+// next_in: the key-major state of the same pool the caller updates next (prefetched; nullptr: none).
 template <class TS>
-void OneTokenStraight(const GdrPlan& plan, const TokenPack& tp, const HeadState<TS>& src, const HeadState<TS>& dst) {
+void OneTokenStraight(const GdrPlan& plan, const TokenPack& tp, const HeadState<TS>& src, const HeadState<TS>& dst,
+                      const TS* next_in = nullptr) {
   const int64_t vectors = plan.layout.vectors_per_row;
   if (src.row_stride == 1 && src.col_stride != 1) {
+    const int64_t dk = plan.problem.key_dim;
     if (tp.decay) {
-      OneTokenKeyMajor<true, TS>(tp, plan.problem.key_dim, src.base, src.col_stride, dst.base, dst.col_stride);
+      OneTokenKeyMajor<true, TS>(tp, dk, src.base, src.col_stride, dst.base, dst.col_stride, next_in);
     } else {
-      OneTokenKeyMajor<false, TS>(tp, plan.problem.key_dim, src.base, src.col_stride, dst.base, dst.col_stride);
+      OneTokenKeyMajor<false, TS>(tp, dk, src.base, src.col_stride, dst.base, dst.col_stride, next_in);
     }
   } else if (plan.layout.token_major) {
     OneTokenTokens<TS>(vectors, plan.avx512_bf16, tp, src.base, src.row_stride, dst.base, dst.row_stride);
@@ -411,7 +414,9 @@ void PrefillSequenceHeads(const GdrPlan& plan, int64_t b, int64_t h_begin, int64
   if (plan.prefill_one_token_direct && t_end - t_begin == 1 && p.read_slot[b] >= 0) {
     for (int64_t h = h_begin; h < h_end; ++h) {  // (fla's fused_recurrent decode step): no staging
       PackTokens<TA>(p, h, t_begin, 1, tp);
-      OneTokenStraight<TS>(plan, tp, StartState<TS>(plan, b, h, nullptr), PoolHead<TS>(p.state_out, p.final_slot[b], h));
+      const TS* next_in = h + 1 < h_end ? StartState<TS>(plan, b, h + 1, nullptr).base : nullptr;
+      OneTokenStraight<TS>(plan, tp, StartState<TS>(plan, b, h, nullptr), PoolHead<TS>(p.state_out, p.final_slot[b], h),
+                           next_in);
       StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
     }
     return;
@@ -436,9 +441,10 @@ void PrefillSequenceHeads(const GdrPlan& plan, int64_t b, int64_t h_begin, int64
     StageOut(staged + (h - h_begin) * state_floats, p, dkp, PoolHead<TS>(p.state_out, p.final_slot[b], h));
 }
 
-// Decode: one (sequence, head); each token's state goes to its slot.
+// Decode: one (sequence, head); each token's state goes to its slot. next_in: see KeyMajorStart.
 template <class TA, class TS>
-void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratch, const void* snapshot) {
+void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratch, const void* snapshot,
+                        const TS* next_in) {
   const GdrProblem& p = plan.problem;
   const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1], dkp = plan.layout.key_dim_padded;
   if (t_end == t_begin) return;  // an empty sequence reads and writes nothing
@@ -448,7 +454,7 @@ void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratc
   const bool one_token = t_end - t_begin == 1 && (plan.layout.token_major || plan.layout.register_rows == 0);
   if (plan.key_major_state || (plan.direct_state && one_token)) {  // one token, straight on the pool
     PackTokens<TA>(p, h, t_begin, 1, tp);
-    OneTokenStraight<TS>(plan, tp, start, PoolHead<TS>(p.state_out, p.write_slot[t_begin], h));
+    OneTokenStraight<TS>(plan, tp, start, PoolHead<TS>(p.state_out, p.write_slot[t_begin], h), next_in);
     StoreOutputs<TA>(p, h, t_begin, 1, tp.out);
     return;
   }
@@ -470,6 +476,16 @@ void DecodeSequenceHead(const GdrPlan& plan, int64_t b, int64_t h, float* scratc
   }
 }
 
+// The pool state a key-major decode of (b, h) reads (what the unit before it prefetches), or nullptr when that
+// decode does not run OneTokenKeyMajor on the pool (another kernel, an empty sequence, a zero start, a snapshot).
+template <class TS>
+const TS* KeyMajorStart(const GdrPlan& plan, int64_t b, int64_t h, const void* snapshot) {
+  const GdrProblem& p = plan.problem;
+  if (!plan.key_major_state || snapshot != nullptr || p.seq_start[b + 1] == p.seq_start[b] || p.read_slot[b] < 0)
+    return nullptr;
+  return PoolHead<TS>(p.state_in, p.read_slot[b], h).base;
+}
+
 template <class TA, class TS>
 void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scratch, const void* snapshot) {
   const GdrProblem& p = plan.problem;
@@ -485,9 +501,15 @@ void RunItemsTyped(const GdrPlan& plan, int64_t begin, int64_t end, float* scrat
   }
   for (int64_t item = begin; item < end; ++item) {
     if (plan.heads_only) {  // item = head; sequences in order
-      for (int64_t b = 0; b < p.batch; ++b) DecodeSequenceHead<TA, TS>(plan, b, item, scratch, snapshot);
+      for (int64_t b = 0; b < p.batch; ++b) {
+        const TS* next_in = b + 1 < p.batch ? KeyMajorStart<TS>(plan, b + 1, item, snapshot)
+                            : item + 1 < end ? KeyMajorStart<TS>(plan, 0, item + 1, snapshot)
+                                             : nullptr;
+        DecodeSequenceHead<TA, TS>(plan, b, item, scratch, snapshot, next_in);
+      }
     } else {  // item = (sequence, head)
-      DecodeSequenceHead<TA, TS>(plan, item / nv, item % nv, scratch, snapshot);
+      const TS* next_in = item + 1 < end ? KeyMajorStart<TS>(plan, (item + 1) / nv, (item + 1) % nv, snapshot) : nullptr;
+      DecodeSequenceHead<TA, TS>(plan, item / nv, item % nv, scratch, snapshot, next_in);
     }
   }
 }
