@@ -44,6 +44,13 @@ HWY_INLINE void PrefetchRow(const TS* base, int64_t offset, int64_t bytes) {
   for (int64_t byte = 0; byte < bytes; byte += 64) hwy::Prefetch(reinterpret_cast<const char*>(row + byte));
 }
 
+// The same into L2 only (prefetcht1): for the next unit's state, which must not evict the current one from L1.
+template <class TS>
+HWY_INLINE void PrefetchRowL2(const TS* base, int64_t offset, int64_t bytes) {
+  const uintptr_t row = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(offset * static_cast<int64_t>(sizeof(TS)));
+  for (int64_t byte = 0; byte < bytes; byte += 64) __builtin_prefetch(reinterpret_cast<const char*>(row + byte), 0, 2);
+}
+
 template <int NV, bool kVectorDecay>
 struct OneTokenConstants {
   VF dot_k[NV], dot_q[NV];
@@ -423,7 +430,7 @@ HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_i
     const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
     const TS* src = s_in + r * in_stride;
     TS* dst = s_out + r * out_stride;
-    if (next_in != nullptr) PrefetchRow(next_in, r * in_stride, row_bytes);
+    if (next_in != nullptr) PrefetchRowL2(next_in, r * in_stride, row_bytes);
     for (int64_t j = 0; j < dv; j += G) {
       VF sv[V];
       C::Load(df, src + j, sv);
