@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "ops/gated_delta_rule/kernels.h"
 #include "ops/gated_delta_rule/recurrent_pack-inl.h"
@@ -44,11 +45,11 @@ HWY_INLINE void PrefetchRow(const TS* base, int64_t offset, int64_t bytes) {
   for (int64_t byte = 0; byte < bytes; byte += 64) hwy::Prefetch(reinterpret_cast<const char*>(row + byte));
 }
 
-// The same into L2 only (prefetcht1): for the next unit's state, which must not evict the current one from L1.
+// The same into L2 only (core/prefetch.h): for the next unit's state, which must not evict the current one from L1.
 template <class TS>
 HWY_INLINE void PrefetchRowL2(const TS* base, int64_t offset, int64_t bytes) {
   const uintptr_t row = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(offset * static_cast<int64_t>(sizeof(TS)));
-  for (int64_t byte = 0; byte < bytes; byte += 64) __builtin_prefetch(reinterpret_cast<const char*>(row + byte), 0, 2);
+  for (int64_t byte = 0; byte < bytes; byte += 64) PrefetchL2(reinterpret_cast<const char*>(row + byte));
 }
 
 template <int NV, bool kVectorDecay>

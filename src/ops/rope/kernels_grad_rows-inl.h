@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "ops/rope/args.h"
 #include "ops/rope/kernels_rows-inl.h"
@@ -32,7 +33,7 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Calls row(in, out, x) for every member row of one side of a group, in member order. With row_bytes > 0
-// (contiguous rows), it first prefetches the in and x rows kPrefetchRows member strides ahead (a hint: it never
+// (contiguous rows), it first prefetches the in and x rows kPrefetchRows member strides ahead into L2 (a hint: it never
 // faults; past the group's last member it reaches the next group's rows in the usual layouts).
 template <class TX, class RowFn>
 HWY_INLINE void ForEachMember(const GradSide& side, const TX* in, TX* out, const TX* x, int64_t row_bytes,
@@ -48,8 +49,8 @@ HWY_INLINE void ForEachMember(const GradSide& side, const TX* in, TX* out, const
         const char* pin = reinterpret_cast<const char*>(row_in + ahead_in);
         const char* px = reinterpret_cast<const char*>(row_x + ahead_x);
         for (int64_t b = 0; b < row_bytes; b += 64) {
-          hwy::Prefetch(pin + b);
-          hwy::Prefetch(px + b);
+          PrefetchL2(pin + b);  // (core/prefetch.h: into L2)
+          PrefetchL2(px + b);
         }
         row(row_in, row_out, row_x);
         row_in += ms[2][0];
