@@ -87,6 +87,38 @@ TEST_P(SinCosCacheOnIsa, StridedAndOffsetViews) {
   }
 }
 
+// On AVX2 / AVX-512, contiguous rows run the token loop (kernels_cache.cpp); the SCALAR target runs the row-buffer
+// path (cache_rows.cpp) with the fp32 row formulas. Both must give the same bits, for every style, dtype pairing,
+// tail (rotary dims that are not a whole number of vectors) and mrope mode.
+TEST_P(SinCosCacheOnIsa, SameBitsAsTheScalarRowPath) {
+  FailureBudget budget;
+  const int64_t dims[][2] = {{128, 128}, {64, 64}, {96, 96}, {34, 16}, {8, 2}, {256, 130}, {72, 68}};
+  for (bool neox : {true, false}) {
+    for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
+      for (const auto& hd : dims) {
+        for (int mrope = 0; mrope < 3; ++mrope) {
+          SinCosCacheCase c;
+          c.neox = neox, c.x_dtype = x_dtype, c.cache_dtype = cs_dtype, c.head_size = hd[0], c.rotary_dim = hd[1];
+          c.tokens = 7, c.nq = 3, c.nk = 2, c.max_pos = 40, c.in_place = mrope == 1;
+          c.seed = static_cast<uint32_t>(hd[0] + 7 * hd[1] + mrope);
+          if (mrope > 0) {
+            const int64_t half = hd[1] / 2, a = half / 4, b = (half - a) / 2;
+            c.section = {a, b, half - a - b};
+            c.cache_mode = mrope - 1;
+          }
+          std::vector<uint64_t> here, scalar;
+          if (!budget.check(run_case(c, &here), c.describe())) return;
+          {
+            ScopedIsa on_scalar(Isa::kScalar);
+            if (!budget.check(run_case(c, &scalar), c.describe() + " (scalar)")) return;
+          }
+          if (!budget.check(here == scalar ? "" : "bits differ from the SCALAR row path's", c.describe())) return;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(SinCosCacheOnIsa, BitIdenticalOneToFourThreads) {
   FailureBudget budget;
   for (bool neox : {true, false}) {

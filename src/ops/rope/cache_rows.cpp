@@ -1,9 +1,11 @@
-// cache_rows.cpp — running aclnnRopeWithSinCosCache(V2) (see cache_rows.h). Tokens are split between threads;
-// a thread takes blocks of tokens: it copies each token's cos/sin halves out of the cache (bit copies, no
-// arithmetic) into full-width rows in an L1 buffer, then hands the block's query heads, then its key heads, to
-// the RoPE row kernel as one row stream (token rows stepping through the buffer, heads broadcasting over it).
-// The rotation is therefore exactly the row kernels' (bit-identical across ISAs and thread counts); every
-// position is checked before any output is written (in phase one, and again when the op runs).
+// cache_rows.cpp — running aclnnRopeWithSinCosCache(V2) (see cache_rows.h). Tokens are split between threads.
+// Where every query / key channel step is 1, a thread runs kernels_cache.cpp's token loop (cos/sin widened once per
+// token, every head rotated with them). Otherwise (strided rows; the SCALAR target) it takes blocks of tokens: it
+// copies each token's cos/sin halves out of the cache (bit copies, no arithmetic) into full-width rows in an L1
+// buffer, then hands the block's query heads, then its key heads, to the RoPE row kernel as one row stream (token
+// rows stepping through the buffer, heads broadcasting over it). Both give the row kernels' bits (bit-identical
+// across ISAs and thread counts); every position is checked before any output is written (in phase one, and again
+// when the op runs).
 #include "ops/rope/cache_rows.h"
 
 #include <algorithm>
@@ -19,12 +21,6 @@ namespace {
 
 constexpr int64_t kBufferElements = 8192;  // cos (and sin) elements of one token block
 
-int64_t position_at(const CacheJob& job, int row, int64_t token) {
-  const int64_t i = row * job.positions_row_stride + token * job.positions_token_stride;
-  if (job.positions_dtype == DType::kI32) return static_cast<const int32_t*>(job.positions)[i];
-  return static_cast<const int64_t*>(job.positions)[i];
-}
-
 // Full-width cos/sin rows of tokens [t0, t1) into cos_rows / sin_rows (rotary_dim elements per token):
 // GPT-NeoX repeats the halves (c = cat(ch, ch)), GPT-J repeats each element (c[2k] = c[2k+1] = ch[k]).
 template <class E>
@@ -35,7 +31,7 @@ void gather_rows(const CacheJob& job, int64_t t0, int64_t t1, E* cos_rows, E* si
   const int rows = job.sections == 0 ? 1 : job.sections;
   for (int64_t t = t0; t < t1; ++t) {
     int64_t base[kMaxMropeSections];
-    for (int r = 0; r < rows; ++r) base[r] = position_at(job, r, t) * job.cache_row_stride;
+    for (int r = 0; r < rows; ++r) base[r] = cache_position(job, r, t) * job.cache_row_stride;
     E* c = cos_rows + (t - t0) * width;
     E* s = sin_rows + (t - t0) * width;
     for (int64_t k = 0; k < half; ++k) {
@@ -99,6 +95,18 @@ void rotate_block(const CacheJob& job, const CacheSide& side, int64_t t0, int64_
   if (side.copy_pass) copy_pass_channels(job, side, t0, t1);
 }
 
+// The token loop of kernels_cache.cpp, then the channels past rotary_dim, per block of tokens.
+void run_tokens_fast(const CacheJob& job, int64_t begin, int64_t end) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t t0 = begin; t0 < end; t0 += kBlock) {
+    const int64_t t1 = std::min(end, t0 + kBlock);
+    job.token_kernel(job, t0, t1);
+    for (const CacheSide& side : job.sides) {
+      if (side.heads > 0 && side.copy_pass) copy_pass_channels(job, side, t0, t1);
+    }
+  }
+}
+
 template <class E>
 void run_tokens(const CacheJob& job, int64_t begin, int64_t end) {
   E cos_rows[kBufferElements], sin_rows[kBufferElements];
@@ -118,7 +126,7 @@ Status check_positions(const CacheJob& job) {
   const int rows = job.sections == 0 ? 1 : job.sections;
   for (int r = 0; r < rows; ++r) {
     for (int64_t t = 0; t < job.tokens; ++t) {
-      const int64_t p = position_at(job, r, t);
+      const int64_t p = cache_position(job, r, t);
       if (p >= 0 && p < job.max_positions) continue;
       const std::string at = (job.sections == 0 ? "" : "[" + std::to_string(r) + "]") + "[" + std::to_string(t) + "]";
       return fail(StatusCode::kParamInvalid, "positions values must be in [0, %lld) (cosSinCache dim 0), got %lld at "
@@ -133,7 +141,9 @@ Status run_cache_rows(const CacheJob& job) {
   if (!checked.ok()) return checked;
   const bool wide = dtype_size(job.config.cs_dtype) == 4;
   parallel_for(job.threads, job.tokens, [&](int64_t begin, int64_t end) {
-    if (wide) {
+    if (job.token_kernel != nullptr) {
+      run_tokens_fast(job, begin, end);
+    } else if (wide) {
       run_tokens<uint32_t>(job, begin, end);
     } else {
       run_tokens<uint16_t>(job, begin, end);

@@ -2,7 +2,8 @@
 // cos/sin halves are gathered from the cache row of its position (per channel from one of 3-4 position rows in
 // mrope mode), widened to the full-width rows the RoPE row kernels take, and every query and key head of the
 // token is rotated by those kernels (kernels_rotate.cpp); channels past rotary_dim are copied when out != in.
-// Filled by prepare_cache.cpp after validation; run by cache_rows.cpp.
+// Filled by prepare_cache.cpp after validation; run by cache_rows.cpp, whose token loop is kernels_cache.cpp's
+// where every query / key channel step is 1.
 #ifndef TXOPS_OPS_ROPE_CACHE_ROWS_H_
 #define TXOPS_OPS_ROPE_CACHE_ROWS_H_
 
@@ -15,6 +16,9 @@ namespace txops {
 namespace rope {
 
 constexpr int kMaxMropeSections = 4;
+
+struct CacheJob;
+using CacheTokenKernel = void(const CacheJob& job, int64_t begin, int64_t end);
 
 struct CacheSide {
   const void* in = nullptr;
@@ -44,8 +48,21 @@ struct CacheJob {
   int64_t cache_row_stride = 0, cache_step = 1;
   CacheSide sides[2];
   RowKernel* kernel = nullptr;
+  CacheTokenKernel* token_kernel = nullptr;  // kernels_cache.cpp; null: the row-buffer path
   int threads = 1;
 };
+
+// Position row `row` (0 outside mrope) of token t.
+inline int64_t cache_position(const CacheJob& job, int row, int64_t token) {
+  const int64_t i = row * job.positions_row_stride + token * job.positions_token_stride;
+  if (job.positions_dtype == DType::kI32) return static_cast<const int32_t*>(job.positions)[i];
+  return static_cast<const int64_t*>(job.positions)[i];
+}
+
+// The token loop of kernels_cache.cpp (tokens [begin, end), every head of both sides; not the copy of the channels
+// past rotary_dim) for the activations' and the cache's dtypes at or below `isa`; null where that ISA has none
+// (SCALAR).
+CacheTokenKernel* select_cache_token_kernel(Isa isa, DType x, DType cs);
 
 // Every position in [0, max_positions), else 161002 naming the first bad one. Positions are host-visible
 // integers (docs/api.md): phase one checks them, and the run checks them again before it writes anything.

@@ -208,7 +208,10 @@ Status prepare_rope_with_sin_cos_cache(const TensorView& positions, const Tensor
   job.threads = plan_threads(tokens * heads * rotary_dim, kMinChannelsPerThread);
   const bool simd = query.strides[1] == 1 && key.strides[1] == 1 && query_out.strides[1] == 1 &&
                     key_out.strides[1] == 1;
-  const char* kernel_name = simd ? "rope_cache_rows_simd" : "rope_cache_rows_strided";
+  if (simd) job.token_kernel = select_cache_token_kernel(active_isa(), query.dtype, cache.dtype);
+  const char* kernel_name = job.token_kernel != nullptr ? "rope_cache_tokens_simd"
+                            : simd                      ? "rope_cache_rows_simd"
+                                                        : "rope_cache_rows_strided";
   record_plan(isa, job.threads, kernel_name);
   op->workspace_bytes = 0;
   op->run = [job, isa, kernel_name](void*) -> Status {
