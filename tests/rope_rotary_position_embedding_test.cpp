@@ -39,6 +39,35 @@ TEST_P(RotaryPositionEmbeddingOnIsa, ModesHeadDimsAndDtypes) {
   }
 }
 
+// The SIMD row loops give the bits of the SCALAR target's fp32 rows, in every mode, direction, dtype pairing and
+// tail, whether the heads of a token share one cos row or each has its own.
+TEST_P(RotaryPositionEmbeddingOnIsa, SameBitsAsTheScalarRows) {
+  FailureBudget budget;
+  for (bool backward : {false, true}) {
+    for (RotaryMode mode : all_rotary_modes()) {
+      for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
+        for (int64_t d : {8, 18, 64, 66, 128, 130}) {
+          for (bool heads_share_cos : {true, false}) {
+            if (!width_ok(mode, d)) continue;
+            RotaryEmbeddingCase c;
+            c.x_dtype = x_dtype, c.cs_dtype = cs_dtype, c.mode = mode, c.backward = backward, c.with_x = false;
+            c.x_shape = {2, 5, 3, d};
+            c.cos_shape = heads_share_cos ? std::vector<int64_t>{1, 5, 1, d} : std::vector<int64_t>{1, 5, 3, d};
+            c.seed = static_cast<uint32_t>(d * 5 + static_cast<int>(mode));
+            std::vector<uint64_t> here, scalar;
+            if (!budget.check(run_case(c, &here), c.describe())) return;
+            {
+              ScopedIsa on_scalar(Isa::kScalar);
+              if (!budget.check(run_case(c, &scalar), c.describe() + " (scalar)")) return;
+            }
+            if (!budget.check(here == scalar ? "" : "bits differ from the SCALAR rows'", c.describe())) return;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every pattern of size-1 dims in a rank-4 cos, cos of lower rank, and stride-0 views at x's shape.
 TEST_P(RotaryPositionEmbeddingOnIsa, BroadcastPatterns) {
   FailureBudget budget;
