@@ -6,6 +6,7 @@
 // threads; positions outside the cache and the validation rules.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "support/rope_family_cases.h"
@@ -114,6 +115,47 @@ TEST_P(SinCosCacheOnIsa, SameBitsAsTheScalarRowPath) {
           }
           if (!budget.check(here == scalar ? "" : "bits differ from the SCALAR row path's", c.describe())) return;
         }
+      }
+    }
+  }
+}
+
+// NaNs (quiet and signalling, both signs), infinities, zeros, denormals and values that round across a power of two
+// in bf16 query / key and cache, so that inf * 0 and NaN operands reach the stores: every output equals the SCALAR
+// row path's (f32_to_bf16 per element), whatever rounding the target's bf16 stores use; NaNs only as NaNs (which
+// operand's payload a fused multiply-add passes on depends on its operand order: docs/rope.md, "NaN payloads aside").
+TEST_P(SinCosCacheOnIsa, SpecialValuesGiveTheScalarPathsBits) {
+  const uint16_t specials[] = {0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x7FFF, 0x7F80, 0xFF80, 0x0000, 0x8000, 0x0001,
+                               0x807F, 0x3F80, 0x3FFF, 0x7F7F, 0xFF7F, 0x0080, 0xBF80, 0x4049};
+  const int64_t T = 6, Nq = 3, Nk = 2, D = 64, P = 5;
+  std::vector<uint16_t> q(T * Nq * D), k(T * Nk * D), cache(P * D);
+  uint32_t state = 12345;
+  auto next = [&]() { return state = state * 1664525u + 1013904223u; };
+  for (auto* v : {&q, &k, &cache}) {
+    for (uint16_t& e : *v) {
+      const uint32_t r = next() >> 8;
+      e = r % 4 == 0 ? specials[(r >> 2) % (sizeof(specials) / sizeof(specials[0]))]
+                     : static_cast<uint16_t>(0x3C00 + (r >> 4) % 0x0800);  // ordinary values in [2^-7, 2)
+    }
+  }
+  std::vector<int64_t> pos = {0, 4, 2, 2, 1, 3};
+  for (bool neox : {true, false}) {
+    std::vector<uint16_t> out[2][2];  // [isa here, scalar][query, key]
+    for (int run = 0; run < 2; ++run) {
+      out[run][0].assign(q.size(), 0);
+      out[run][1].assign(k.size(), 0);
+      TensorView pv{pos.data(), DType::kI64, {T}}, qv{q.data(), DType::kBF16, {T, Nq * D}},
+          kv{k.data(), DType::kBF16, {T, Nk * D}}, cv{cache.data(), DType::kBF16, {P, D}},
+          qov{out[run][0].data(), DType::kBF16, {T, Nq * D}}, kov{out[run][1].data(), DType::kBF16, {T, Nk * D}};
+      std::unique_ptr<ScopedIsa> on_scalar(run == 1 ? new ScopedIsa(Isa::kScalar) : nullptr);
+      ASSERT_TRUE(rope_with_sin_cos_cache(pv, qv, kv, cv, nullptr, 0, D, neox, 0, qov, kov).ok());
+    }
+    for (int side = 0; side < 2; ++side) {
+      for (size_t i = 0; i < out[0][side].size(); ++i) {
+        const uint16_t a = out[0][side][i], b = out[1][side][i];
+        const bool both_nan = (a & 0x7FFF) > 0x7F80 && (b & 0x7FFF) > 0x7F80;
+        ASSERT_TRUE(a == b || both_nan) << (neox ? "neox" : "gptj") << (side ? " key" : " query")
+                                                    << " element " << i << std::hex << " " << out[0][side][i] << " vs " << out[1][side][i];
       }
     }
   }

@@ -74,18 +74,10 @@ struct Codec<hwy::bfloat16_t> {
   using BF = hwy::bfloat16_t;
   static constexpr int kVectors = 2;
   static HWY_INLINE void Load(DF df, const BF* p, VF* v) { LoadBF16Pairs(df, p, &v[0], &v[1]); }
-  // The bf16 bits, rounded to nearest even, in the upper half of each u32 lane (the lower half is not cleared;
-  // core's RoundToBF16High less its NaN test, which no NaN of this kernel needs: kernels_shared-inl.h).
-  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedHigh(DF df, VF v) {
-    const hn::RebindToUnsigned<DF> du;
-    const auto bits = hn::BitCast(du, v);
-    const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
-    return hn::Add(bits, hn::Add(lsb, hn::Set(du, 0x7FFFu)));
-  }
+  // Rounded to nearest even without the NaN test, which no NaN of this kernel needs (kernels_shared-inl.h).
   static HWY_INLINE void Store(DF df, const VF* v, BF* p, bool stream) {
     const hn::RebindToUnsigned<DF> du;
-    const auto merged = hn::Or(hn::ShiftRight<16>(RoundedHigh(df, v[0])),
-                               hn::And(RoundedHigh(df, v[1]), hn::Set(du, 0xFFFF0000u)));
+    const auto merged = MergeBF16PairsOfBF16Operands(df, v[0], v[1]);
     uint32_t* q = reinterpret_cast<uint32_t*>(p);
     if (stream && Aligned(p, hn::Lanes(du) * sizeof(uint32_t)))
       hn::Stream(merged, du, q);

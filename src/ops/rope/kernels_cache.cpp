@@ -81,6 +81,29 @@ void Repeat(const float* src, int64_t h, float* dst) {
   for (int64_t k = 0; k < h; ++k) dst[2 * k] = dst[2 * k + 1] = src[k];
 }
 
+// A bf16 pair store. With a bf16 cache every operand is bf16, so every NaN is quiet with zero low 16 bits (carried
+// from an operand, or the default NaN of an invalid operation) and the integer rounding needs no NaN test
+// (MergeBF16PairsOfBF16Operands: the same bits); an fp32 cache can bring NaN payloads, and CPUs with AVX512_BF16
+// round by conversion: StorePairs.
+template <class TC>
+HWY_INLINE void StoreRow(VF even, VF odd, BF* p, bool stream) {
+#if TXOPS_ROPE_BF16CVT
+  const bool convert = kBf16Cvt;
+#else
+  const bool convert = false;
+#endif
+  if (convert || !std::is_same<TC, BF>::value) return StorePairs(even, odd, p, stream);
+  const DF df;
+  const DU du;
+  const VU merged = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(df, even, odd);
+  uint32_t* q = reinterpret_cast<uint32_t*>(p);
+  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
+    hn::Stream(merged, du, q);
+  } else {
+    hn::StoreU(merged, du, q);
+  }
+}
+
 // NeoX (channel j pairs with j + h), the scalar tail: the row kernels' formulas.
 template <class TX>
 HWY_INLINE void NeoxTail(const TX* in, TX* out, const float* c, const float* s, int64_t h, int64_t j) {
@@ -106,8 +129,9 @@ HWY_INLINE void NeoxRow(bool stream, const TX* in, TX* out, const float* c, cons
   NeoxTail(in, out, c, s, h, j);
 }
 
-// NeoX, bf16 rows as pair vectors (2N channels); c, s in pair order (ToPairOrder).
-HWY_INLINE void NeoxRow(bool stream, const BF* in, BF* out, const float* c, const float* s, int64_t h) {
+// NeoX, bf16 rows as pair vectors (2N channels); c, s in pair order (ToPairOrder); TC the cache's type.
+template <class TC>
+HWY_INLINE void NeoxPairRow(bool stream, const BF* in, BF* out, const float* c, const float* s, int64_t h) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   int64_t j = 0;
@@ -120,8 +144,8 @@ HWY_INLINE void NeoxRow(bool stream, const BF* in, BF* out, const float* c, cons
       y1[p] = hn::MulAdd(x1[p], cv, hn::Neg(hn::Mul(x2[p], sv)));
       y2[p] = hn::MulAdd(x2[p], cv, hn::Mul(x1[p], sv));
     }
-    StorePairs(y1[0], y1[1], out + j, stream);
-    StorePairs(y2[0], y2[1], out + h + j, stream);
+    StoreRow<TC>(y1[0], y1[1], out + j, stream);
+    StoreRow<TC>(y2[0], y2[1], out + h + j, stream);
   }
   NeoxTail(in, out, c, s, h, j);
 }
@@ -155,8 +179,8 @@ HWY_INLINE void GptjRow(bool stream, const TX* in, TX* out, const float* cw, con
 
 // GPT-J, bf16 rows as pair vectors: the even channels of 2N are the N channels 2k, the odd ones 2k + 1, so both
 // take the half rows' c[k], s[k] in natural order.
-HWY_INLINE void GptjRow(bool stream, const BF* in, BF* out, const float*, const float*, const float* c,
-                        const float* s, int64_t width) {
+template <class TC>
+HWY_INLINE void GptjPairRow(bool stream, const BF* in, BF* out, const float* c, const float* s, int64_t width) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   int64_t i = 0;
@@ -164,7 +188,7 @@ HWY_INLINE void GptjRow(bool stream, const BF* in, BF* out, const float*, const 
     VF xe, xo;
     LoadPairs(in + i, &xe, &xo);
     const VF cv = hn::Load(df, c + i / 2), sv = hn::Load(df, s + i / 2);
-    StorePairs(hn::MulAdd(xe, cv, hn::Neg(hn::Mul(xo, sv))), hn::MulAdd(xo, cv, hn::Mul(xe, sv)), out + i, stream);
+    StoreRow<TC>(hn::MulAdd(xe, cv, hn::Neg(hn::Mul(xo, sv))), hn::MulAdd(xo, cv, hn::Mul(xe, sv)), out + i, stream);
   }
   GptjTail(in, out, c, s, width, i);
 }
@@ -202,10 +226,10 @@ void CacheTokensT(const CacheJob& job, int64_t begin, int64_t end) {
       const TX* in = static_cast<const TX*>(side.in) + t * side.in_token_stride;
       TX* out = static_cast<TX*>(side.out) + t * side.out_token_stride;
       for (int64_t head = 0; head < side.heads; ++head, in += job.head_size, out += job.head_size) {
-        if (neox) {
-          NeoxRow(stream, in, out, c, s, h);
+        if constexpr (kPairs) {
+          neox ? NeoxPairRow<TC>(stream, in, out, c, s, h) : GptjPairRow<TC>(stream, in, out, c, s, width);
         } else {
-          GptjRow(stream, in, out, cw, sw, c, s, width);
+          neox ? NeoxRow(stream, in, out, c, s, h) : GptjRow(stream, in, out, cw, sw, c, s, width);
         }
       }
     }
