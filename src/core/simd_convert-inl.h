@@ -68,6 +68,14 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundToBF16High(DF df, hn::Vec<DF> 
   return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, RoundToBF16HighOfBF16Operands(df, v));
 }
 
+// RoundToBF16Bits for values whose NaNs are those RoundToBF16HighOfBF16Operands allows: the same bits.
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> RoundToBF16BitsOfBF16Operands(DF df, hn::Vec<DF> v) {
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint16_t, DF> du16;
+  return hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(RoundToBF16HighOfBF16Operands(df, v))));
+}
+
 template <class DF>
 HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> RoundToBF16Bits(DF df, hn::Vec<DF> v) {
   const hn::RebindToSigned<DF> di;

@@ -81,27 +81,12 @@ void Repeat(const float* src, int64_t h, float* dst) {
   for (int64_t k = 0; k < h; ++k) dst[2 * k] = dst[2 * k + 1] = src[k];
 }
 
-// A bf16 pair store. With a bf16 cache every operand is bf16, so every NaN is quiet with zero low 16 bits (carried
-// from an operand, or the default NaN of an invalid operation) and the integer rounding needs no NaN test
-// (MergeBF16PairsOfBF16Operands: the same bits); an fp32 cache can bring NaN payloads, and CPUs with AVX512_BF16
-// round by conversion: StorePairs.
+// A bf16 pair store: with a bf16 cache every operand is bf16 (kernels_rows-inl.h, StorePairsOfBF16Operands); an fp32
+// cache can bring NaN payloads.
 template <class TC>
 HWY_INLINE void StoreRow(VF even, VF odd, BF* p, bool stream) {
-#if TXOPS_ROPE_BF16CVT
-  const bool convert = kBf16Cvt;
-#else
-  const bool convert = false;
-#endif
-  if (convert || !std::is_same<TC, BF>::value) return StorePairs(even, odd, p, stream);
-  const DF df;
-  const DU du;
-  const VU merged = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(df, even, odd);
-  uint32_t* q = reinterpret_cast<uint32_t*>(p);
-  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
-    hn::Stream(merged, du, q);
-  } else {
-    hn::StoreU(merged, du, q);
-  }
+  if (std::is_same<TC, BF>::value) return StorePairsOfBF16Operands(even, odd, p, stream);
+  StorePairs(even, odd, p, stream);
 }
 
 // NeoX (channel j pairs with j + h), the scalar tail: the row kernels' formulas.

@@ -164,8 +164,8 @@ HWY_INLINE void HalfBlockRow(bool stream, const BF* in, BF* out, const BF* c, co
         y2[p] = hn::MulAdd(x2[p], c2[p], hn::Mul(x1[p], s2[p]));
       }
     }
-    StorePairs(y1[0], y1[1], out + j, stream);
-    StorePairs(y2[0], y2[1], out + h + j, stream);
+    StorePairsOfBF16Operands(y1[0], y1[1], out + j, stream);
+    StorePairsOfBF16Operands(y2[0], y2[1], out + h + j, stream);
   }
   HalfBlockRow<bwd, BF, BF>(stream, in, out, c, s, h, j);
 }
@@ -180,9 +180,11 @@ HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, c
     LoadPairs(c + i, &ce, &co);
     LoadPairs(s + i, &se, &so);
     if (bwd) {
-      StorePairs(hn::MulAdd(xe, ce, hn::Mul(xo, so)), hn::MulAdd(xo, co, hn::Neg(hn::Mul(xe, se))), out + i, stream);
+      StorePairsOfBF16Operands(hn::MulAdd(xe, ce, hn::Mul(xo, so)), hn::MulAdd(xo, co, hn::Neg(hn::Mul(xe, se))),
+                               out + i, stream);
     } else {
-      StorePairs(hn::MulAdd(xe, ce, hn::Neg(hn::Mul(xo, se))), hn::MulAdd(xo, co, hn::Mul(xe, so)), out + i, stream);
+      StorePairsOfBF16Operands(hn::MulAdd(xe, ce, hn::Neg(hn::Mul(xo, se))), hn::MulAdd(xo, co, hn::Mul(xe, so)),
+                               out + i, stream);
     }
   }
   InterleaveRow<bwd, BF, BF>(stream, in, out, c, s, width, i);
@@ -199,13 +201,13 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
     const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
     if (bwd) {
       const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
-      StorePairs(hn::MulAdd(d1, c1, hn::Mul(d2, s2)), hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1))), out + 2 * k,
-                 stream);
+      StorePairsOfBF16Operands(hn::MulAdd(d1, c1, hn::Mul(d2, s2)), hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1))),
+                               out + 2 * k, stream);
     } else {
       VF xe, xo;
       LoadPairs(in + 2 * k, &xe, &xo);
-      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
-      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
+      PutOfBF16Operands(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
+      PutOfBF16Operands(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
     }
   }
   InterleaveHalfRow<bwd, BF, BF>(stream, in, out, c, s, width, k);

@@ -281,6 +281,43 @@ HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   }
 }
 
+// ---- stores of rows whose every operand is bf16 (x and cos / sin) ----
+// Every NaN such a row produces is quiet with zero low 16 bits (carried by the arithmetic from a bf16 operand, or
+// the default NaN of an invalid operation), so where the CPU has no AVX512_BF16 the integer rounding drops its NaN
+// test (core's *OfBF16Operands helpers: the same bits, two operations fewer per vector). With the conversion
+// instructions these are Put / StorePairs.
+HWY_INLINE bool Bf16Convert() {
+#if TXOPS_ROPE_BF16CVT
+  return kBf16Cvt;
+#else
+  return false;
+#endif
+}
+
+HWY_INLINE void PutOfBF16Operands(DF df, VF v, BF* p, bool stream) {
+  if (Bf16Convert()) return Put(df, v, p, stream);
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto bits = txops::HWY_NAMESPACE::RoundToBF16BitsOfBF16Operands(df, v);
+  uint16_t* q = reinterpret_cast<uint16_t*>(p);
+  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du16) * 2)) == 0) {
+    hn::Stream(bits, du16, q);
+  } else {
+    hn::StoreU(bits, du16, q);
+  }
+}
+
+HWY_INLINE void StorePairsOfBF16Operands(VF even, VF odd, BF* p, bool stream) {
+  if (Bf16Convert()) return StorePairs(even, odd, p, stream);
+  const DU du;
+  const VU merged = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(DF(), even, odd);
+  uint32_t* q = reinterpret_cast<uint32_t*>(p);
+  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
+    hn::Stream(merged, du, q);
+  } else {
+    hn::StoreU(merged, du, q);
+  }
+}
+
 #endif  // HWY_TARGET != HWY_SCALAR
 
 }  // namespace HWY_NAMESPACE
