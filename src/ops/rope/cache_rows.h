@@ -1,9 +1,9 @@
 // cache_rows.h — the planned work of aclnnRopeWithSinCosCache(V2) (vLLM's rotary_embedding): per token, the
-// cos/sin halves are gathered from the cache row of its position (per channel from one of 3-4 position rows in
-// mrope mode), widened to the full-width rows the RoPE row kernels take, and every query and key head of the
-// token is rotated by those kernels (kernels_rotate.cpp); channels past rotary_dim are copied when out != in.
-// Filled by prepare_cache.cpp after validation; run by cache_rows.cpp, whose token loop is kernels_cache.cpp's
-// where every query / key channel step is 1.
+// cos/sin halves are read from the cache row of its position (per channel from one of 3-4 position rows in mrope
+// mode) and every query and key head of the token is rotated with them, by kernels_cache.cpp's token loop where
+// every query / key channel step is 1, else by the RoPE row kernels (kernels_rotate.cpp) on full-width rows
+// gathered per block of tokens; channels past rotary_dim are copied when out != in. Filled by prepare_cache.cpp
+// after validation; run by cache_rows.cpp.
 #ifndef TXOPS_OPS_ROPE_CACHE_ROWS_H_
 #define TXOPS_OPS_ROPE_CACHE_ROWS_H_
 
