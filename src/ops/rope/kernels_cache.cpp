@@ -209,6 +209,7 @@ void CacheTokensT(const CacheJob& job, int64_t begin, int64_t end) {
       Repeat(s, h, sw);
     }
     for (const CacheSide& side : job.sides) {
+      if (side.heads == 0) continue;  // an empty key may have no data at all
       const TX* in = static_cast<const TX*>(side.in) + t * side.in_token_stride;
       TX* out = static_cast<TX*>(side.out) + t * side.out_token_stride;
       for (int64_t head = 0; head < side.heads; ++head, in += job.head_size, out += job.head_size) {
