@@ -74,21 +74,9 @@ TEST_P(RotaryPositionEmbeddingOnIsa, SameBitsAsTheScalarRows) {
 // their rounding where every operand is bf16 and the CPU has no AVX512_BF16): every output equals the SCALAR rows'
 // (f32_to_bf16 per element), NaNs as NaNs (docs/rope.md: NaN payloads aside), in every mode and direction.
 TEST_P(RotaryPositionEmbeddingOnIsa, SpecialValuesGiveTheScalarRowsBits) {
-  const uint16_t specials[] = {0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x7FFF, 0x7F80, 0xFF80, 0x0000, 0x8000, 0x0001,
-                               0x807F, 0x3F80, 0x3FFF, 0x7F7F, 0xFF7F, 0x0080, 0xBF80, 0x4049};
   const int64_t B = 2, S = 5, N = 3, D = 64;
-  std::vector<uint16_t> x(B * S * N * D), cs(2 * S * D);
-  uint32_t state = 777;
-  for (uint16_t& e : x) {
-    const uint32_t r = (state = state * 1664525u + 1013904223u) >> 8;
-    e = r % 4 == 0 ? specials[(r >> 2) % (sizeof(specials) / sizeof(specials[0]))]
-                   : static_cast<uint16_t>(0x3C00 + (r >> 4) % 0x0800);  // ordinary values in [2^-7, 2)
-  }
-  for (uint16_t& e : cs) {
-    const uint32_t r = (state = state * 1664525u + 1013904223u) >> 8;
-    e = r % 4 == 0 ? specials[(r >> 2) % (sizeof(specials) / sizeof(specials[0]))]
-                   : static_cast<uint16_t>(0x3C00 + (r >> 4) % 0x0800);
-  }
+  std::vector<uint16_t> x = bf16_with_special_values(B * S * N * D, 777);
+  std::vector<uint16_t> cs = bf16_with_special_values(2 * S * D, 778);
   for (bool backward : {false, true}) {
     for (RotaryMode mode : all_rotary_modes()) {
       for (bool heads_share_cos : {true, false}) {
@@ -108,8 +96,7 @@ TEST_P(RotaryPositionEmbeddingOnIsa, SpecialValuesGiveTheScalarRowsBits) {
         }
         for (size_t i = 0; i < x.size(); ++i) {
           const uint16_t a = out[0][i], b = out[1][i];
-          const bool both_nan = (a & 0x7FFF) > 0x7F80 && (b & 0x7FFF) > 0x7F80;
-          ASSERT_TRUE(a == b || both_nan) << rotary_mode_name(mode) << (backward ? " backward" : " forward")
+          ASSERT_TRUE(same_bf16_or_both_nan(a, b)) << rotary_mode_name(mode) << (backward ? " backward" : " forward")
                                           << (heads_share_cos ? " BSND" : " BNSD") << " element " << i << std::hex
                                           << " " << a << " vs " << b;
         }

@@ -125,19 +125,10 @@ TEST_P(SinCosCacheOnIsa, SameBitsAsTheScalarRowPath) {
 // row path's (f32_to_bf16 per element), whatever rounding the target's bf16 stores use; NaNs only as NaNs (which
 // operand's payload a fused multiply-add passes on depends on its operand order: docs/rope.md, "NaN payloads aside").
 TEST_P(SinCosCacheOnIsa, SpecialValuesGiveTheScalarPathsBits) {
-  const uint16_t specials[] = {0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x7FFF, 0x7F80, 0xFF80, 0x0000, 0x8000, 0x0001,
-                               0x807F, 0x3F80, 0x3FFF, 0x7F7F, 0xFF7F, 0x0080, 0xBF80, 0x4049};
   const int64_t T = 6, Nq = 3, Nk = 2, D = 64, P = 5;
-  std::vector<uint16_t> q(T * Nq * D), k(T * Nk * D), cache(P * D);
-  uint32_t state = 12345;
-  auto next = [&]() { return state = state * 1664525u + 1013904223u; };
-  for (auto* v : {&q, &k, &cache}) {
-    for (uint16_t& e : *v) {
-      const uint32_t r = next() >> 8;
-      e = r % 4 == 0 ? specials[(r >> 2) % (sizeof(specials) / sizeof(specials[0]))]
-                     : static_cast<uint16_t>(0x3C00 + (r >> 4) % 0x0800);  // ordinary values in [2^-7, 2)
-    }
-  }
+  std::vector<uint16_t> q = bf16_with_special_values(T * Nq * D, 12345);
+  std::vector<uint16_t> k = bf16_with_special_values(T * Nk * D, 12346);
+  std::vector<uint16_t> cache = bf16_with_special_values(P * D, 12347);
   std::vector<int64_t> pos = {0, 4, 2, 2, 1, 3};
   for (bool neox : {true, false}) {
     std::vector<uint16_t> out[2][2];  // [isa here, scalar][query, key]
@@ -153,9 +144,8 @@ TEST_P(SinCosCacheOnIsa, SpecialValuesGiveTheScalarPathsBits) {
     for (int side = 0; side < 2; ++side) {
       for (size_t i = 0; i < out[0][side].size(); ++i) {
         const uint16_t a = out[0][side][i], b = out[1][side][i];
-        const bool both_nan = (a & 0x7FFF) > 0x7F80 && (b & 0x7FFF) > 0x7F80;
-        ASSERT_TRUE(a == b || both_nan) << (neox ? "neox" : "gptj") << (side ? " key" : " query")
-                                                    << " element " << i << std::hex << " " << out[0][side][i] << " vs " << out[1][side][i];
+        ASSERT_TRUE(same_bf16_or_both_nan(a, b)) << (neox ? "neox" : "gptj") << (side ? " key" : " query")
+                                                 << " element " << i << std::hex << " " << a << " vs " << b;
       }
     }
   }

@@ -226,5 +226,18 @@ std::string run_case(const SinCosCacheCase& c, std::vector<uint64_t>* bits) {
   return err;
 }
 
+std::vector<uint16_t> bf16_with_special_values(size_t count, uint32_t seed) {
+  static const uint16_t specials[] = {0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x7FFF, 0x7F80, 0xFF80, 0x0000, 0x8000,
+                                      0x0001, 0x807F, 0x3F80, 0x3FFF, 0x7F7F, 0xFF7F, 0x0080, 0xBF80, 0x4049};
+  std::vector<uint16_t> v(count);
+  uint32_t state = seed;
+  for (uint16_t& e : v) {
+    const uint32_t r = (state = state * 1664525u + 1013904223u) >> 8;
+    e = r % 4 == 0 ? specials[(r >> 2) % (sizeof(specials) / sizeof(specials[0]))]
+                   : static_cast<uint16_t>(0x3C00 + (r >> 4) % 0x0800);
+  }
+  return v;
+}
+
 }  // namespace testing
 }  // namespace txops

@@ -53,6 +53,15 @@ struct SinCosCacheCase {
 std::string run_case(const RotaryEmbeddingCase& c, std::vector<uint64_t>* bits = nullptr);
 std::string run_case(const SinCosCacheCase& c, std::vector<uint64_t>* bits = nullptr);
 
+// `count` bf16 bit patterns, one in four a special value (NaNs quiet and signalling of both signs and payloads up to
+// 0x7FFF, infinities, zeros, denormals, values next to a power of two, the largest finite), the rest ordinary values
+// in [2^-7, 2); deterministic in `seed`. For the stores' rounding on every path: inf * 0 and NaN operands.
+std::vector<uint16_t> bf16_with_special_values(size_t count, uint32_t seed);
+// Two bf16 outputs agree: the same bits, or both NaN (docs/rope.md: NaN payloads aside).
+inline bool same_bf16_or_both_nan(uint16_t a, uint16_t b) {
+  return a == b || ((a & 0x7FFF) > 0x7F80 && (b & 0x7FFF) > 0x7F80);
+}
+
 }  // namespace testing
 }  // namespace txops
 
