@@ -259,8 +259,18 @@ using VU = hn::Vec<DU>;
 
 HWY_INLINE void LoadPairs(const BF* p, VF* even, VF* odd) { txops::HWY_NAMESPACE::LoadBF16Pairs(DF(), p, even, odd); }
 
-HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
+// Merged pairs (lane j = bf16 of channel 2j | bf16 of channel 2j + 1 << 16) to p: streaming when asked and aligned.
+HWY_INLINE void StoreMerged(VU merged, BF* p, bool stream) {
   const DU du;
+  uint32_t* q = reinterpret_cast<uint32_t*>(p);
+  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
+    hn::Stream(merged, du, q);
+  } else {
+    hn::StoreU(merged, du, q);
+  }
+}
+
+HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   VU merged;
 #if TXOPS_ROPE_BF16CVT
   if (kBf16Cvt && !AnyDenormal(even, odd)) {
@@ -273,12 +283,7 @@ HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   {
     merged = txops::HWY_NAMESPACE::MergeBF16Pairs(DF(), even, odd);
   }
-  uint32_t* q = reinterpret_cast<uint32_t*>(p);
-  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
-    hn::Stream(merged, du, q);
-  } else {
-    hn::StoreU(merged, du, q);
-  }
+  StoreMerged(merged, p, stream);
 }
 
 // ---- stores of rows whose every operand is bf16 (x and cos / sin) ----
@@ -308,14 +313,7 @@ HWY_INLINE void PutOfBF16Operands(DF df, VF v, BF* p, bool stream) {
 
 HWY_INLINE void StorePairsOfBF16Operands(VF even, VF odd, BF* p, bool stream) {
   if (Bf16Convert()) return StorePairs(even, odd, p, stream);
-  const DU du;
-  const VU merged = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(DF(), even, odd);
-  uint32_t* q = reinterpret_cast<uint32_t*>(p);
-  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
-    hn::Stream(merged, du, q);
-  } else {
-    hn::StoreU(merged, du, q);
-  }
+  StoreMerged(txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(DF(), even, odd), p, stream);
 }
 
 #endif  // HWY_TARGET != HWY_SCALAR
