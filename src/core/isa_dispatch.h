@@ -25,6 +25,12 @@
 #endif
 #define TXOPS_SCALAR_FN(FN) &N_SCALAR::FN
 
+namespace txops {
+// The CPU has the AVX512_BF16 instructions and TXOPS_NO_AVX512_BF16 (set, not "0") does not forbid them: read once,
+// so the kernels may keep it in a static. The variable lets one machine run the paths of AVX-512 CPUs without them.
+bool avx512_bf16_usable();
+}  // namespace txops
+
 #define TXOPS_SELECT_KERNEL(isa, FN) \
   ::txops::select_kernel((isa), TXOPS_AVX3_FN(FN), TXOPS_AVX2_FN(FN), TXOPS_SCALAR_FN(FN))
 

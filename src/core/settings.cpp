@@ -8,6 +8,7 @@
 
 #include <hwy/targets.h>
 
+#include "core/isa_dispatch.h"
 #include "txops/txops.h"
 
 namespace txops {
@@ -72,10 +73,16 @@ void set_max_isa(Isa isa) {
   g_isa.store(static_cast<int>(isa) < static_cast<int>(best) ? static_cast<int>(isa) : static_cast<int>(best));
 }
 
-bool cpu_has_avx512_bf16() {
-  static const bool has = __builtin_cpu_supports("avx512bf16");
-  return has && active_isa() == Isa::kAvx512;
+bool avx512_bf16_usable() {
+  static const bool usable = [] {
+    __builtin_cpu_init();  // may run from another library's static initialiser, before libgcc's
+    const char* off = std::getenv("TXOPS_NO_AVX512_BF16");
+    return __builtin_cpu_supports("avx512bf16") && !(off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0);
+  }();
+  return usable;
 }
+
+bool cpu_has_avx512_bf16() { return avx512_bf16_usable() && active_isa() == Isa::kAvx512; }
 
 int num_threads() { return g_threads.load(std::memory_order_relaxed); }
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : threads_from_env()); }

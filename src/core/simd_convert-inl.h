@@ -190,6 +190,59 @@ HWY_INLINE void StoreBF16Pairs(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, hwy::bf
 }
 #endif
 
+// ---- bf16 rows in "block order" (AVX2, AVX-512) ----
+// 2N bf16 elements load as two fp32 vectors: `lo` holds the first four of every eight (the low half of each
+// 128-bit block of the load), `hi` the last four; each is one unpack with zero (the bf16 bits become the high
+// half of a u32 lane, which is the fp32 value). PackBF16Blocks* rounds two such vectors and packs them back in
+// the same order with one in-block pack (packus), no lane-crossing permute. Lane-wise arithmetic between
+// vectors loaded alike therefore needs no reordering: lane i of lo is element 8*(i/4) + i%4, of hi that plus 4.
+#undef TXOPS_HAVE_BF16_BLOCKS  // set once per target pass
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#define TXOPS_HAVE_BF16_BLOCKS 1
+template <class DF>
+HWY_INLINE void LoadBF16Blocks(DF df, const hwy::bfloat16_t* HWY_RESTRICT p, hn::Vec<DF>* lo, hn::Vec<DF>* hi) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Repartition<uint16_t, DF> d16;
+  const auto v = hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p));
+  *lo = hn::BitCast(df, hn::ZipLower(du, hn::Zero(d16), v));
+  *hi = hn::BitCast(df, hn::ZipUpper(du, hn::Zero(d16), v));
+}
+
+// 2N pairs (4N elements from p) in block order: lane i of the *_lo vectors is pair 8*(i/4) + i%4, of the *_hi
+// ones that plus 4, so that output element k of a half-length row lines up with LoadBF16Blocks' lanes.
+template <class DF>
+HWY_INLINE void LoadBF16PairsInBlocks(DF df, const hwy::bfloat16_t* HWY_RESTRICT p, hn::Vec<DF>* even_lo,
+                                      hn::Vec<DF>* odd_lo, hn::Vec<DF>* even_hi, hn::Vec<DF>* odd_hi) {
+  const hn::RebindToUnsigned<DF> du;
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(p);
+  const auto a = hn::LoadU(du, q), b = hn::LoadU(du, q + hn::Lanes(du));
+#if HWY_TARGET == HWY_AVX2
+  const auto lo = hn::ConcatLowerLower(du, b, a), hi = hn::ConcatUpperUpper(du, b, a);
+#else
+  const hn::Vec<decltype(du)> lo{_mm512_shuffle_i32x4(a.raw, b.raw, _MM_SHUFFLE(2, 0, 2, 0))};
+  const hn::Vec<decltype(du)> hi{_mm512_shuffle_i32x4(a.raw, b.raw, _MM_SHUFFLE(3, 1, 3, 1))};
+#endif
+  const auto high = hn::Set(du, 0xFFFF0000u);
+  *even_lo = hn::BitCast(df, hn::ShiftLeft<16>(lo));
+  *odd_lo = hn::BitCast(df, hn::And(lo, high));
+  *even_hi = hn::BitCast(df, hn::ShiftLeft<16>(hi));
+  *odd_hi = hn::BitCast(df, hn::And(hi, high));
+}
+
+// lo and hi (block order) rounded to bf16 as RoundToBF16HighOfBF16Operands allows (no NaN test) and packed.
+template <class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16BlocksOfBF16Operands(DF df, hn::Vec<DF> lo,
+                                                                               hn::Vec<DF> hi) {
+  const auto l = hn::ShiftRight<16>(RoundToBF16HighOfBF16Operands(df, lo));
+  const auto h = hn::ShiftRight<16>(RoundToBF16HighOfBF16Operands(df, hi));
+#if HWY_TARGET == HWY_AVX2
+  return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm256_packus_epi32(l.raw, h.raw)};
+#else
+  return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm512_packus_epi32(l.raw, h.raw)};
+#endif
+}
+#endif
+
 // A row of `count` elements `stride` apart as fp32 into dst (vector loads when stride is 1), then zeros up to
 // `padded`; and back, rounding as above. The vector body and the scalar tail give the same bits.
 template <class T>

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/isa_dispatch.h"
 #include "core/simd_convert-inl.h"
 #include "ops/rope/args.h"
 
@@ -35,6 +36,11 @@ using txops::HWY_NAMESPACE::StoreF32;
 using txops::HWY_NAMESPACE::StoreRowF32;
 using txops::HWY_NAMESPACE::StoreScalarF32;
 using txops::HWY_NAMESPACE::StreamF32;
+#if TXOPS_HAVE_BF16_BLOCKS
+using txops::HWY_NAMESPACE::LoadBF16Blocks;
+using txops::HWY_NAMESPACE::LoadBF16PairsInBlocks;
+using txops::HWY_NAMESPACE::PackBF16BlocksOfBF16Operands;
+#endif
 
 // ------------------------------------------------------------------------------------------------
 // fp32 rows: the formulas of docs/rope.md, one element at a time (strided rows, SCALAR target).
@@ -208,8 +214,7 @@ HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
 #undef TXOPS_ROPE_BF16CVT  // set once per target pass
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 #define TXOPS_ROPE_BF16CVT 1
-// __builtin_cpu_init first: this initializer may run before libgcc's CPU-detection constructor (shared libraries).
-static const bool kBf16Cvt = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bf16"));
+static const bool kBf16Cvt = txops::avx512_bf16_usable();
 
 HWY_INLINE bool AnyDenormal(VF a) { return _mm512_fpclass_ps_mask(a.raw, 0x20) != 0; }
 HWY_INLINE bool AnyDenormal(VF a, VF b) {
@@ -259,16 +264,20 @@ using VU = hn::Vec<DU>;
 
 HWY_INLINE void LoadPairs(const BF* p, VF* even, VF* odd) { txops::HWY_NAMESPACE::LoadBF16Pairs(DF(), p, even, odd); }
 
-// Merged pairs (lane j = bf16 of channel 2j | bf16 of channel 2j + 1 << 16) to p: streaming when asked and aligned.
-HWY_INLINE void StoreMerged(VU merged, BF* p, bool stream) {
-  const DU du;
-  uint32_t* q = reinterpret_cast<uint32_t*>(p);
-  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du) * 4)) == 0) {
-    hn::Stream(merged, du, q);
+// A vector of rounded bf16 bits (u16 lanes, or u32 lanes holding two) to p: streaming when asked and aligned.
+template <class D>
+HWY_INLINE void StoreBF16Bits(D d, hn::Vec<D> bits, BF* p, bool stream) {
+  using T = hn::TFromD<D>;
+  T* q = reinterpret_cast<T*>(p);
+  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(d) * sizeof(T))) == 0) {
+    hn::Stream(bits, d, q);
   } else {
-    hn::StoreU(merged, du, q);
+    hn::StoreU(bits, d, q);
   }
 }
+
+// Merged pairs (lane j = bf16 of channel 2j | bf16 of channel 2j + 1 << 16) to p.
+HWY_INLINE void StoreMerged(VU merged, BF* p, bool stream) { StoreBF16Bits(DU(), merged, p, stream); }
 
 HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   VU merged;
@@ -301,14 +310,7 @@ HWY_INLINE bool Bf16Convert() {
 
 HWY_INLINE void PutOfBF16Operands(DF df, VF v, BF* p, bool stream) {
   if (Bf16Convert()) return Put(df, v, p, stream);
-  const hn::Rebind<uint16_t, DF> du16;
-  const auto bits = txops::HWY_NAMESPACE::RoundToBF16BitsOfBF16Operands(df, v);
-  uint16_t* q = reinterpret_cast<uint16_t*>(p);
-  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(du16) * 2)) == 0) {
-    hn::Stream(bits, du16, q);
-  } else {
-    hn::StoreU(bits, du16, q);
-  }
+  StoreBF16Bits(hn::Rebind<uint16_t, DF>(), txops::HWY_NAMESPACE::RoundToBF16BitsOfBF16Operands(df, v), p, stream);
 }
 
 HWY_INLINE void StorePairsOfBF16Operands(VF even, VF odd, BF* p, bool stream) {
