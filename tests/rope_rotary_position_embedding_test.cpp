@@ -77,28 +77,42 @@ TEST_P(RotaryPositionEmbeddingOnIsa, SpecialValuesGiveTheScalarRowsBits) {
   const int64_t B = 2, S = 5, N = 3, D = 64;
   std::vector<uint16_t> x = bf16_with_special_values(B * S * N * D, 777);
   std::vector<uint16_t> cs = bf16_with_special_values(2 * S * D, 778);
-  for (bool backward : {false, true}) {
+  std::vector<uint16_t> fwd_x = bf16_with_special_values(B * S * N * D, 779);  // the forward's input, for gradCos/Sin
+  enum Run { kForward, kBackward, kBackwardWithX };
+  for (Run kind : {kForward, kBackward, kBackwardWithX}) {
     for (RotaryMode mode : all_rotary_modes()) {
       for (bool heads_share_cos : {true, false}) {
         // (B, S, N, D) with cos (1, S, 1, D): the heads of a token share a cos row; as (B, N, S, D): each row its own
         std::vector<int64_t> xs = heads_share_cos ? std::vector<int64_t>{B, S, N, D} : std::vector<int64_t>{B, N, S, D};
-        std::vector<uint16_t> out[2];
+        std::vector<uint16_t> out[2], dcos[2], dsin[2];
         for (int run = 0; run < 2; ++run) {
           out[run].assign(x.size(), 0);
+          dcos[run].assign(S * D, 0);
+          dsin[run].assign(S * D, 0);
           TensorView xv{x.data(), DType::kBF16, {xs[0], xs[1], xs[2], xs[3]}};
           TensorView ov{out[run].data(), DType::kBF16, {xs[0], xs[1], xs[2], xs[3]}};
+          TensorView fv{fwd_x.data(), DType::kBF16, {xs[0], xs[1], xs[2], xs[3]}};
           const int64_t c1 = heads_share_cos ? S : 1, c2 = heads_share_cos ? 1 : S;
           TensorView cv{cs.data(), DType::kBF16, {1, c1, c2, D}}, sv{cs.data() + S * D, DType::kBF16, {1, c1, c2, D}};
+          TensorView dcv{dcos[run].data(), DType::kBF16, {1, c1, c2, D}}, dsv{dsin[run].data(), DType::kBF16, {1, c1, c2, D}};
           std::unique_ptr<ScopedIsa> on_scalar(run == 1 ? new ScopedIsa(Isa::kScalar) : nullptr);
-          const Status st = backward ? rotary_position_embedding_grad(xv, cv, sv, nullptr, mode, ov, nullptr, nullptr)
-                                     : rotary_position_embedding(xv, cv, sv, mode, ov);
+          const Status st =
+              kind == kForward ? rotary_position_embedding(xv, cv, sv, mode, ov)
+              : kind == kBackward
+                  ? rotary_position_embedding_grad(xv, cv, sv, nullptr, mode, ov, nullptr, nullptr)
+                  : rotary_position_embedding_grad(xv, cv, sv, &fv, mode, ov, &dcv, &dsv);
           ASSERT_TRUE(st.ok()) << st.message();
         }
+        const char* what = kind == kForward ? " forward" : kind == kBackward ? " backward" : " backward with x";
         for (size_t i = 0; i < x.size(); ++i) {
           const uint16_t a = out[0][i], b = out[1][i];
-          ASSERT_TRUE(same_bf16_or_both_nan(a, b)) << rotary_mode_name(mode) << (backward ? " backward" : " forward")
+          ASSERT_TRUE(same_bf16_or_both_nan(a, b)) << rotary_mode_name(mode) << what
                                           << (heads_share_cos ? " BSND" : " BNSD") << " element " << i << std::hex
                                           << " " << a << " vs " << b;
+        }
+        for (size_t i = 0; i < dcos[0].size(); ++i) {
+          ASSERT_TRUE(same_bf16_or_both_nan(dcos[0][i], dcos[1][i]) && same_bf16_or_both_nan(dsin[0][i], dsin[1][i]))
+              << rotary_mode_name(mode) << what << (heads_share_cos ? " BSND" : " BNSD") << " gradCos/gradSin " << i;
         }
       }
     }

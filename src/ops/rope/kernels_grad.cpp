@@ -77,9 +77,10 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
         in_registers_widened(cfg.stream_out, side, in, out, x, cs_widened[0], cs_widened[1], ac, as);
       } else if (job.simd_rows) {
         const int64_t row_bytes = width * static_cast<int64_t>(sizeof(TX));
-        ForEachMember(side, in, out, x, row_bytes, [&](const TX* row_in, TX* row_out, const TX* row_x) {
-          GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
-        });
+        ForEachMember(side, in, out, x, row_bytes,
+                      [&](const TX* row_in, TX* row_out, const TX* row_x) __attribute__((always_inline)) {
+                        GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
+                      });
       } else
 #endif
       {

@@ -193,8 +193,8 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x
       hn::StoreU(as1, df, acc_s + j + p * lanes);
       hn::StoreU(as2, df, acc_s + h + j + p * lanes);
     }
-    StorePairs(y1[0], y1[1], out + j, stream);
-    StorePairs(y2[0], y2[1], out + h + j, stream);
+    StorePairsOfBF16Operands(y1[0], y1[1], out + j, stream);
+    StorePairsOfBF16Operands(y2[0], y2[1], out + h + j, stream);
   }
   GradHalfBlockRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, h, j);
 }
@@ -217,7 +217,7 @@ HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* 
     hn::StoreU(aco, df, acc_c + i + lanes);
     hn::StoreU(ase, df, acc_s + i);
     hn::StoreU(aso, df, acc_s + i + lanes);
-    StorePairs(ye, yo, out + i, stream);
+    StorePairsOfBF16Operands(ye, yo, out + i, stream);
   }
   GradInterleaveRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, width, i);
 }
@@ -317,8 +317,8 @@ HWY_INLINE void RegisterHalfBlock(bool stream, const BF* in, BF* out, const BF* 
              a.s[kB + b], a.s[kB + kJ + b], y1[0], y2[0]);
     HalfStep(v.d1[1], v.d2[1], v.x1[1], v.x2[1], v.c1[1], v.c2[1], v.s1[1], v.s2[1], a.c[kB + b + 1],
              a.c[kB + kJ + b + 1], a.s[kB + b + 1], a.s[kB + kJ + b + 1], y1[1], y2[1]);
-    StorePairs(y1[0], y1[1], out + j, stream);
-    StorePairs(y2[0], y2[1], out + h + j, stream);
+    StorePairsOfBF16Operands(y1[0], y1[1], out + j, stream);
+    StorePairsOfBF16Operands(y2[0], y2[1], out + h + j, stream);
   });
 }
 
@@ -349,7 +349,7 @@ HWY_INLINE void RegisterInterleaveRow(bool stream, const BF* in, BF* out, const 
     LoadPairs(c + i, &ce, &co);
     LoadPairs(s + i, &se, &so);
     HalfStep(de, dodd, xe, xo, ce, co, se, so, a.c[b], a.c[b + 1], a.s[b], a.s[b + 1], ye, yo);
-    StorePairs(ye, yo, out + i, stream);
+    StorePairsOfBF16Operands(ye, yo, out + i, stream);
   });
 }
 
