@@ -39,10 +39,11 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
   HWY_ALIGN float acc_c[2][kMaxWidth];
   HWY_ALIGN float acc_s[2][kMaxWidth];
 #if HWY_TARGET != HWY_SCALAR
-  // 16-bit cos/sin (but bf16 with bf16 activations, whose pair vectors load both cheaply) are widened into fp32
-  // rows once per group for the register form, instead of once per member row (widening is exact: same bits).
-  constexpr bool kWiden =
-      !std::is_same<TC, float>::value && !(std::is_same<TX, BF>::value && std::is_same<TC, BF>::value);
+  // 16-bit cos/sin are widened into fp32 rows once per group instead of once per member row (widening is exact:
+  // same bits): for the register form, and for bf16 with bf16 activations (pair vectors) in split layout for the
+  // memory form (the register form loads their pairs cheaply).
+  constexpr bool kBfPairs = std::is_same<TX, BF>::value && std::is_same<TC, BF>::value;
+  constexpr bool kWiden = !std::is_same<TC, float>::value && !kBfPairs;
   SideFn<TX, TC>* const in_registers =
       job.simd_rows && !kWiden ? PickSideInRegisters<TX, TC>(cfg.mode, width) : nullptr;
   SideFn<TX, float>* const in_registers_widened =
@@ -57,6 +58,12 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
     if (in_registers_widened != nullptr) {
       LoadRowF32(c, 1, width, width, cs_widened[0]);
       LoadRowF32(s, 1, width, width, cs_widened[1]);
+    }
+    if constexpr (kBfPairs) {
+      if (in_registers == nullptr && job.simd_rows) {
+        SplitBlocks(cfg.mode, width, c, cs_widened[0]);
+        SplitBlocks(cfg.mode, width, s, cs_widened[1]);
+      }
     }
 #endif
     for (int side_index = 0; side_index < 2; ++side_index) {
@@ -79,7 +86,11 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
         const int64_t row_bytes = width * static_cast<int64_t>(sizeof(TX));
         ForEachMember(side, in, out, x, row_bytes,
                       [&](const TX* row_in, TX* row_out, const TX* row_x) __attribute__((always_inline)) {
-                        GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
+                        if constexpr (kBfPairs) {  // cos / sin split and widened above
+                          GradRowContiguous(cfg, row_in, row_out, row_x, c, s, cs_widened[0], cs_widened[1], ac, as);
+                        } else {
+                          GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
+                        }
                       });
       } else
 #endif

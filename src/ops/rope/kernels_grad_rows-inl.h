@@ -174,15 +174,38 @@ HWY_INLINE void LoadHalfPairs(const BF* in, const BF* x, const BF* c, const BF* 
   LoadPairs(s + h + j, &v->s2[0], &v->s2[1]);
 }
 
+// The same with cos / sin from rows widened once per group in split layout (SplitBlocks): plain fp32 loads.
+HWY_INLINE void LoadHalfPairs(const BF* in, const BF* x, const float* cw, const float* sw, int64_t j, int64_t h,
+                              HalfPairs* v) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  LoadPairs(in + j, &v->d1[0], &v->d1[1]);
+  LoadPairs(in + h + j, &v->d2[0], &v->d2[1]);
+  LoadPairs(x + j, &v->x1[0], &v->x1[1]);
+  LoadPairs(x + h + j, &v->x2[0], &v->x2[1]);
+  for (int p = 0; p < 2; ++p) {
+    v->c1[p] = hn::LoadU(df, cw + j + p * lanes);
+    v->c2[p] = hn::LoadU(df, cw + h + j + p * lanes);
+    v->s1[p] = hn::LoadU(df, sw + j + p * lanes);
+    v->s2[p] = hn::LoadU(df, sw + h + j + p * lanes);
+  }
+}
+
+// cw / sw: null, or cos / sin widened in split layout (then c / s serve the scalar tail only).
 HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                 float* acc_c, float* acc_s, int64_t h) {
+                                 float* acc_c, float* acc_s, int64_t h, const float* cw = nullptr,
+                                 const float* sw = nullptr) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
   int64_t j = 0;
   for (; j + block <= h; j += block) {
     HalfPairs v;
     VF y1[2], y2[2];
-    LoadHalfPairs(in, x, c, s, j, h, &v);
+    if (cw != nullptr) {
+      LoadHalfPairs(in, x, cw, sw, j, h, &v);
+    } else {
+      LoadHalfPairs(in, x, c, s, j, h, &v);
+    }
     for (int p = 0; p < 2; ++p) {  // p = 0: even channels (split offset 0), 1: odd ones (offset lanes)
       VF ac1 = hn::LoadU(df, acc_c + j + p * lanes), ac2 = hn::LoadU(df, acc_c + h + j + p * lanes);
       VF as1 = hn::LoadU(df, acc_s + j + p * lanes), as2 = hn::LoadU(df, acc_s + h + j + p * lanes);
@@ -200,7 +223,8 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x
 }
 
 HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                  float* acc_c, float* acc_s, int64_t width) {
+                                  float* acc_c, float* acc_s, int64_t width, const float* cw = nullptr,
+                                  const float* sw = nullptr) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
   int64_t i = 0;
@@ -208,8 +232,13 @@ HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* 
     VF de, dodd, xe, xo, ce, co, se, so, ye, yo;
     LoadPairs(in + i, &de, &dodd);
     LoadPairs(x + i, &xe, &xo);
-    LoadPairs(c + i, &ce, &co);
-    LoadPairs(s + i, &se, &so);
+    if (cw != nullptr) {
+      ce = hn::LoadU(df, cw + i), co = hn::LoadU(df, cw + i + lanes);
+      se = hn::LoadU(df, sw + i), so = hn::LoadU(df, sw + i + lanes);
+    } else {
+      LoadPairs(c + i, &ce, &co);
+      LoadPairs(s + i, &se, &so);
+    }
     VF ace = hn::LoadU(df, acc_c + i), aco = hn::LoadU(df, acc_c + i + lanes);
     VF ase = hn::LoadU(df, acc_s + i), aso = hn::LoadU(df, acc_s + i + lanes);
     HalfStep(de, dodd, xe, xo, ce, co, se, so, ace, aco, ase, aso, ye, yo);
@@ -222,26 +251,45 @@ HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* 
   GradInterleaveRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, width, i);
 }
 
-// Back to channel order: every pair block the bf16 grad rows used, for this mode and width.
-HWY_INLINE void UnsplitRange(float* acc, int64_t begin, int64_t count) {
-  const DF df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
-  for (int64_t j = begin; j + block <= begin + count; j += block) {
-    const VF even = hn::LoadU(df, acc + j), odd = hn::LoadU(df, acc + j + lanes);
-    hn::StoreInterleaved2(even, odd, df, acc + j);
-  }
-}
-HWY_INLINE void UnsplitBlocks(RotaryMode mode, int64_t width, float* acc) {
+// f(begin, count) for every channel range the bf16 grad rows walk in pair blocks, for this mode and width.
+template <class F>
+HWY_INLINE void ForEachPairRange(RotaryMode mode, int64_t width, const F& f) {
   if (mode == RotaryMode::kInterleave) {
-    UnsplitRange(acc, 0, width);
+    f(int64_t{0}, width);
     return;
   }
   const int64_t half_block = mode == RotaryMode::kQuarter ? width / 2 : width;  // one half-rule block
   for (int64_t o = 0; o < width; o += half_block) {
-    const int64_t h = half_block / 2;
-    UnsplitRange(acc, o, h);
-    UnsplitRange(acc, o + h, h);
+    f(o, half_block / 2);
+    f(o + half_block / 2, half_block / 2);
   }
+}
+
+// Back to channel order: every pair block the bf16 grad rows used.
+HWY_INLINE void UnsplitBlocks(RotaryMode mode, int64_t width, float* acc) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
+  ForEachPairRange(mode, width, [&](int64_t begin, int64_t count) {
+    for (int64_t j = begin; j + block <= begin + count; j += block) {
+      const VF even = hn::LoadU(df, acc + j), odd = hn::LoadU(df, acc + j + lanes);
+      hn::StoreInterleaved2(even, odd, df, acc + j);
+    }
+  });
+}
+
+// The other way: a bf16 cos or sin row widened into split layout for those pair blocks (the tails stay unwritten:
+// the rows read them from the bf16 row), once per group instead of once per member row (exact: the same bits).
+HWY_INLINE void SplitBlocks(RotaryMode mode, int64_t width, const BF* row, float* split) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
+  ForEachPairRange(mode, width, [&](int64_t begin, int64_t count) {
+    for (int64_t j = begin; j + block <= begin + count; j += block) {
+      VF even, odd;
+      LoadPairs(row + j, &even, &odd);
+      hn::StoreU(even, df, split + j);
+      hn::StoreU(odd, df, split + j + lanes);
+    }
+  });
 }
 
 
@@ -259,6 +307,23 @@ HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* o
     }
     case RotaryMode::kInterleave: GradInterleaveRow(stream, in, out, x, c, s, acc_c, acc_s, width); break;
     default: GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 2); break;
+  }
+}
+
+// bf16 pairs with cos / sin widened once per group (cw, sw: split layout, SplitBlocks).
+HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const BF* in, BF* out, const BF* x, const BF* c,
+                                  const BF* s, const float* cw, const float* sw, float* acc_c, float* acc_s) {
+  const int64_t width = cfg.width;
+  const bool stream = cfg.stream_out;
+  switch (cfg.mode) {
+    case RotaryMode::kQuarter: {
+      const int64_t h = width / 2;
+      GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 4, cw, sw);
+      GradHalfBlockRow(stream, in + h, out + h, x + h, c + h, s + h, acc_c + h, acc_s + h, width / 4, cw + h, sw + h);
+      break;
+    }
+    case RotaryMode::kInterleave: GradInterleaveRow(stream, in, out, x, c, s, acc_c, acc_s, width, cw, sw); break;
+    default: GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 2, cw, sw); break;
   }
 }
 

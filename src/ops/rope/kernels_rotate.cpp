@@ -10,8 +10,9 @@
 // Row kernels by mode (contiguous last dims; any other stride goes through the fp32 row buffers):
 //   half / quarter   lane-aligned halves: no shuffles at all
 //   interleave       partner = Shuffle2301 (swap adjacent lanes), signs by OddEven
-//   interleave-half  forward: ConcatEven/ConcatOdd de-interleave; backward: StoreInterleaved2 re-interleave;
-//                    in place, the row is first copied aside (outputs move across the row)
+//   interleave-half  forward: ConcatEven/ConcatOdd de-interleave (bf16: block order, core/simd_convert-inl.h);
+//                    backward: StoreInterleaved2 re-interleave; in place, the row is first copied aside (outputs
+//                    move across the row)
 // Large out-of-place outputs use non-temporal stores (no write-allocate read), flushed at the end of a range.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/rope/kernels_rotate.cpp"
@@ -197,9 +198,10 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
   const int64_t h = width / 2;
   int64_t k = 0;
 #if TXOPS_HAVE_BF16_BLOCKS
-  // Forward without the AVX512_BF16 conversions: block order (core/simd_convert-inl.h), so cos / sin widen by one
-  // unpack and each half of the output leaves in one full-width store.
-  if (!bwd && !Bf16Convert()) {
+  // Forward: block order (core/simd_convert-inl.h), so cos / sin widen by one unpack and each half of the output
+  // leaves in one full-width store. Also where AVX512_BF16 is there: its conversion, one per half vector with a
+  // denormal test, measured slower here (README, session 19).
+  if (!bwd) {
     const hn::Repartition<uint16_t, DF> d16;
     for (; k + 2 * lanes <= h; k += 2 * lanes) {
       VF c1l, c1h, c2l, c2h, s1l, s1h, s2l, s2h, xel, xol, xeh, xoh;
