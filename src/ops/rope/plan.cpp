@@ -25,6 +25,34 @@ static const char* byte_ptr(const void* p, int64_t elements, DType dtype) {
 // value is a valid view, e.g. 2^62: the row loops step past the last row and prefetch kPrefetchRows strides ahead).
 static int64_t outer_stride(const TensorView& v, int d) { return v.shape[d] == 1 ? 0 : v.strides[d]; }
 
+// The outer dims without those of extent 1, and with neighbours merged where every tensor steps across the inner
+// one as one run (outer stride = inner stride x inner extent), right-aligned: the row loop's innermost run gets as
+// long as the layout allows (a decode call (B, N, 1, D) runs N rows per run, not one). The rows and their order
+// are unchanged, so are the bits.
+static void collapse_outer_dims(RowStream* st) {
+  if (st->rows() == 0) return;
+  int64_t extent[kOuterDims], stride[kOuterDims][4];
+  int n = 0;
+  for (int d = 0; d < kOuterDims; ++d) {
+    if (st->extent[d] == 1) continue;
+    bool merge = n > 0;
+    for (int t = 0; t < 4 && merge; ++t) merge = stride[n - 1][t] == st->stride[d][t] * st->extent[d];
+    if (merge) {
+      extent[n - 1] *= st->extent[d];
+      for (int t = 0; t < 4; ++t) stride[n - 1][t] = st->stride[d][t];
+      continue;
+    }
+    extent[n] = st->extent[d];
+    for (int t = 0; t < 4; ++t) stride[n][t] = st->stride[d][t];
+    ++n;
+  }
+  for (int d = 0; d < kOuterDims; ++d) {
+    const int from = d - (kOuterDims - n);
+    st->extent[d] = from >= 0 ? extent[from] : 1;
+    for (int t = 0; t < 4; ++t) st->stride[d][t] = from >= 0 ? stride[from][t] : 0;
+  }
+}
+
 void fill_row_stream(const TensorView& in, const TensorView& out, const TensorView& cos, const TensorView& sin,
                      int64_t first, RowStream* st) {
   const int last = in.ndim - 1;
@@ -45,6 +73,7 @@ void fill_row_stream(const TensorView& in, const TensorView& out, const TensorVi
   st->out = const_cast<char*>(byte_ptr(out.data, first * out.strides[last], out.dtype));
   st->cos = cos.data;
   st->sin = sin.data;
+  collapse_outer_dims(st);
 }
 
 // Group dims: cos's dims of size > 1 (the same for q and k, which differ only in N, a dim cos broadcasts);
