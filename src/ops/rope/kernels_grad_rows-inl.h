@@ -191,21 +191,16 @@ HWY_INLINE void LoadHalfPairs(const BF* in, const BF* x, const float* cw, const 
   }
 }
 
-// cw / sw: null, or cos / sin widened in split layout (then c / s serve the scalar tail only).
+// cw / sw: cos / sin widened in split layout (SplitBlocks); c / s serve the scalar tail.
 HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                 float* acc_c, float* acc_s, int64_t h, const float* cw = nullptr,
-                                 const float* sw = nullptr) {
+                                 float* acc_c, float* acc_s, int64_t h, const float* cw, const float* sw) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
   int64_t j = 0;
   for (; j + block <= h; j += block) {
     HalfPairs v;
     VF y1[2], y2[2];
-    if (cw != nullptr) {
-      LoadHalfPairs(in, x, cw, sw, j, h, &v);
-    } else {
-      LoadHalfPairs(in, x, c, s, j, h, &v);
-    }
+    LoadHalfPairs(in, x, cw, sw, j, h, &v);
     for (int p = 0; p < 2; ++p) {  // p = 0: even channels (split offset 0), 1: odd ones (offset lanes)
       VF ac1 = hn::LoadU(df, acc_c + j + p * lanes), ac2 = hn::LoadU(df, acc_c + h + j + p * lanes);
       VF as1 = hn::LoadU(df, acc_s + j + p * lanes), as2 = hn::LoadU(df, acc_s + h + j + p * lanes);
@@ -223,22 +218,16 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x
 }
 
 HWY_INLINE void GradInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                  float* acc_c, float* acc_s, int64_t width, const float* cw = nullptr,
-                                  const float* sw = nullptr) {
+                                  float* acc_c, float* acc_s, int64_t width, const float* cw, const float* sw) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
   int64_t i = 0;
   for (; i + block <= width; i += block) {
-    VF de, dodd, xe, xo, ce, co, se, so, ye, yo;
+    VF de, dodd, xe, xo, ye, yo;
     LoadPairs(in + i, &de, &dodd);
     LoadPairs(x + i, &xe, &xo);
-    if (cw != nullptr) {
-      ce = hn::LoadU(df, cw + i), co = hn::LoadU(df, cw + i + lanes);
-      se = hn::LoadU(df, sw + i), so = hn::LoadU(df, sw + i + lanes);
-    } else {
-      LoadPairs(c + i, &ce, &co);
-      LoadPairs(s + i, &se, &so);
-    }
+    const VF ce = hn::LoadU(df, cw + i), co = hn::LoadU(df, cw + i + lanes);
+    const VF se = hn::LoadU(df, sw + i), so = hn::LoadU(df, sw + i + lanes);
     VF ace = hn::LoadU(df, acc_c + i), aco = hn::LoadU(df, acc_c + i + lanes);
     VF ase = hn::LoadU(df, acc_s + i), aso = hn::LoadU(df, acc_s + i + lanes);
     HalfStep(de, dodd, xe, xo, ce, co, se, so, ace, aco, ase, aso, ye, yo);
