@@ -144,6 +144,27 @@ TEST_P(GdrDecodeOnIsa, PerKeyDecayGk) {
   }
 }
 
+// One token per sequence on the register kernels (Dk a power-of-two number of vectors): AVX-512 runs the rows
+// in pairs (one joint reduction per pair) and the last row of an odd Dv alone; both must agree with the reference
+// for both pool dtypes (the bf16 pool on CPUs with AVX512_BF16 has its own loop), with and without a per-key decay.
+TEST_P(GdrDecodeOnIsa, OneTokenRowPairsAndOddRowCounts) {
+  struct Shape { int64_t dk, dv; };
+  for (Shape s : {Shape{16, 1}, Shape{64, 3}, Shape{128, 17}, Shape{128, 2}}) {
+    for (DType state : {DType::kBF16, DType::kF32}) {
+      for (bool with_gk : {false, true}) {
+        DecodeConfig c;
+        c.lengths = {1, 1};
+        c.state_indices = {2, 0};
+        c.num_slots = 3;
+        c.nk = 1, c.nv = 2, c.dk = s.dk, c.dv = s.dv;
+        c.state = state;
+        c.with_gk = with_gk;
+        check_against_reference(c);
+      }
+    }
+  }
+}
+
 // One token per sequence with rows wider than the register kernels (AVX2: Dk > 64; SCALAR: any): the two-pass
 // wide-row kernel, with an odd number of vectors per row and a row count that leaves a partial block of rows.
 TEST_P(GdrDecodeOnIsa, OneTokenWideRowsOddShapes) {
