@@ -241,6 +241,18 @@ HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16BlocksOfBF16Operands(D
   return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm512_packus_epi32(l.raw, h.raw)};
 #endif
 }
+
+// lo and hi (block order) rounded to bf16 as RoundToBF16High (NaN quieted) and packed: any fp32 values.
+template <class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16Blocks(DF df, hn::Vec<DF> lo, hn::Vec<DF> hi) {
+  const auto l = hn::ShiftRight<16>(RoundToBF16High(df, lo));
+  const auto h = hn::ShiftRight<16>(RoundToBF16High(df, hi));
+#if HWY_TARGET == HWY_AVX2
+  return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm256_packus_epi32(l.raw, h.raw)};
+#else
+  return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm512_packus_epi32(l.raw, h.raw)};
+#endif
+}
 #endif
 
 // A row of `count` elements `stride` apart as fp32 into dst (vector loads when stride is 1), then zeros up to

@@ -184,43 +184,81 @@ HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_s
 }
 
 #if HWY_TARGET == HWY_AVX3
-// The same for a bf16 pool on CPUs with AVX512_BF16: vcvtneps2bf16 rounds to nearest even in one instruction
-// (instead of ~9 integer ops). It treats denormal inputs as zero: a bf16 state element below 2^-126 in
-// magnitude becomes ±0 (the only difference from the portable rounding).
-template <int NV, bool kVectorDecay>
-__attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBf16Insn(const TokenPack& tp,
-                                                                            const hwy::bfloat16_t* s_in,
-                                                                            int64_t in_stride, hwy::bfloat16_t* s_out,
-                                                                            int64_t out_stride) {
+// A bf16 pool on AVX-512 in block order (core/simd_convert-inl.h, LoadBF16Blocks): a row's 32 elements widen
+// with two unpacks (not two zero-extensions and two shifts) into vectors holding the low and the high four of every
+// eight, so k, q and the decay are put into the same order once per token. Back to bf16: with AVX512_BF16 (kInsn)
+// one vcvtne2ps2bf16 and one vpermw per 32 elements (round to nearest even; results below 2^-126 in magnitude
+// flush to ±0, the only difference from the portable rounding); without it the portable rounding and one in-block
+// pack (PackBF16Blocks, no permutation). In L3 (B=8, pool=32, 1 thread) 0.565 -> 0.535 ms against the
+// vcvtneps2bf16 row pairs, 0.917 -> 0.771 ms without AVX512_BF16 (README.md, session 20). kInsn = false
+// instantiations use no AVX512_BF16 instruction (the attribute only lets the kInsn body compile; checked with
+// objdump). The sums run in another order than OneTokenRows', so the bits may differ from it in the last place.
+template <int NV, bool kVectorDecay, bool kInsn>
+__attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBlocks(const TokenPack& tp, const hwy::bfloat16_t* s_in, int64_t in_stride,
+                                     hwy::bfloat16_t* s_out, int64_t out_stride) {
+  static_assert(NV % 2 == 0, "rows of whole 32-element blocks");
   const DF df;
   const size_t N = hn::Lanes(df);
-  const OneTokenConstants<NV, kVectorDecay> cst(tp);
-  const auto store = [&](VF v, hwy::bfloat16_t* p) {
-    const __m256bh bits = _mm512_cvtneps_pbh(v.raw);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), reinterpret_cast<const __m256i&>(bits));
+  const hn::Repartition<uint16_t, DF> d16;
+  // Permuted copies of the token's vectors: lanes [8b, 8b + 4) of each 32 first, then [8b + 4, 8b + 8).
+  HWY_ALIGN float arrays[5][NV * 16];
+  TokenPack bt = tp;
+  const auto permute = [&](const float* src, float* dst) {
+    if (src == nullptr) return static_cast<float*>(nullptr);
+    for (int j = 0; j < NV; j += 2) {
+      const VF a = hn::LoadU(df, src + j * N), b = hn::LoadU(df, src + (j + 1) * N);
+      hn::StoreU(VF{_mm512_shuffle_f32x4(a.raw, b.raw, _MM_SHUFFLE(2, 0, 2, 0))}, df, dst + j * N);
+      hn::StoreU(VF{_mm512_shuffle_f32x4(a.raw, b.raw, _MM_SHUFFLE(3, 1, 3, 1))}, df, dst + (j + 1) * N);
+    }
+    return dst;
   };
+  bt.key = permute(tp.key, arrays[0]);
+  bt.query = permute(tp.query, arrays[1]);
+  bt.decayed_key = permute(tp.decayed_key, arrays[2]);
+  bt.decayed_query = permute(tp.decayed_query, arrays[3]);
+  bt.decay = permute(tp.decay, arrays[4]);
+  const OneTokenConstants<NV, kVectorDecay> cst(bt);
+  const auto load = [&](const hwy::bfloat16_t* row, VF (&sv)[NV]) {
+    for (int j = 0; j < NV; j += 2) LoadBF16Blocks(df, row + j * N, &sv[j], &sv[j + 1]);
+  };
+  // vpermw indices: output element 8b + i (i < 4) is lane 4b + i of the low vector (word 4b + i of the pair's
+  // conversion), 8b + 4 + i lane 4b + i of the high one (word 16 + 4b + i).
+  alignas(64) static const uint16_t kOrder[32] = {0,  1,  2,  3,  16, 17, 18, 19, 4,  5,  6,  7,  20, 21, 22, 23,
+                                                 8,  9,  10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31};
+  const __m512i order = _mm512_load_si512(kOrder);
+  const auto store = [&](VF (&sv)[NV], hwy::bfloat16_t* row) __attribute__((always_inline)) {
+    for (int j = 0; j < NV; j += 2) {
+      if (kInsn) {
+        const __m512bh bits = _mm512_cvtne2ps_pbh(sv[j + 1].raw, sv[j].raw);
+        _mm512_storeu_si512(row + j * N, _mm512_permutexvar_epi16(order, reinterpret_cast<const __m512i&>(bits)));
+      } else {
+        hn::StoreU(PackBF16Blocks(df, sv[j], sv[j + 1]), d16, reinterpret_cast<uint16_t*>(row + j * N));
+      }
+    }
+  };
+  const int64_t row_bytes = static_cast<int64_t>(NV * N * sizeof(hwy::bfloat16_t));
   int64_t r = 0;
   for (; r + 2 <= tp.dv; r += 2) {
-    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, static_cast<int64_t>(NV * N * sizeof(hwy::bfloat16_t)));
-    PrefetchRow(s_in, (r + 1 + kRowsAhead) * in_stride, static_cast<int64_t>(NV * N * sizeof(hwy::bfloat16_t)));
+    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, row_bytes);
+    PrefetchRow(s_in, (r + 1 + kRowsAhead) * in_stride, row_bytes);
     VF s0[NV], s1[NV];
-    for (int j = 0; j < NV; ++j) s0[j] = LoadF32(df, s_in + r * in_stride + j * N);
-    for (int j = 0; j < NV; ++j) s1[j] = LoadF32(df, s_in + (r + 1) * in_stride + j * N);
-    UpdateOneTokenRowPair<NV, kVectorDecay>(tp, cst, r, s0, s1);
-    for (int j = 0; j < NV; ++j) store(s0[j], s_out + r * out_stride + j * N);
-    for (int j = 0; j < NV; ++j) store(s1[j], s_out + (r + 1) * out_stride + j * N);
+    load(s_in + r * in_stride, s0);
+    load(s_in + (r + 1) * in_stride, s1);
+    UpdateOneTokenRowPair<NV, kVectorDecay>(bt, cst, r, s0, s1);
+    store(s0, s_out + r * out_stride);
+    store(s1, s_out + (r + 1) * out_stride);
   }
   for (; r < tp.dv; ++r) {
-    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, static_cast<int64_t>(NV * N * sizeof(hwy::bfloat16_t)));
+    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, row_bytes);
     VF sv[NV];
-    for (int j = 0; j < NV; ++j) sv[j] = LoadF32(df, s_in + r * in_stride + j * N);
-    UpdateOneTokenRow<NV, kVectorDecay>(tp, cst, r, sv);
-    for (int j = 0; j < NV; ++j) store(sv[j], s_out + r * out_stride + j * N);
+    load(s_in + r * in_stride, sv);
+    UpdateOneTokenRow<NV, kVectorDecay>(bt, cst, r, sv);
+    store(sv, s_out + r * out_stride);
   }
 }
 #endif
 
-// Decode, one token, rows wider than the register budget (AVX2 with Dk > 64; SCALAR): k and q are read from L1,
+// Decode, one token, rows wider than the register budget// Decode, one token, rows wider than the register budget (AVX2 with Dk > 64; SCALAR): k and q are read from L1,
 // and each row is read twice — the dot products, then the update from the copy the first pass left in L1 — and
 // written once, so the state traffic is still one read and one write per row. Rows go in blocks of kRows,
 // software-pipelined: the dot products (and coefficients) of block b+1 are issued before the updates of block b, so
@@ -408,9 +446,19 @@ void OneTokenTokens(int64_t vectors, bool bf16_insn, const TokenPack& tp, const 
                     TS* s_out, int64_t out_stride) {
 #if HWY_TARGET == HWY_AVX3
   if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
-    if (bf16_insn && vectors == 8) {
-      return tp.decay ? OneTokenRowsBf16Insn<8, true>(tp, s_in, in_stride, s_out, out_stride)
-                      : OneTokenRowsBf16Insn<8, false>(tp, s_in, in_stride, s_out, out_stride);
+    const auto blocks = [&](auto nv) {
+      constexpr int NV = decltype(nv)::value;
+      if (bf16_insn)
+        return tp.decay ? OneTokenRowsBlocks<NV, true, true>(tp, s_in, in_stride, s_out, out_stride)
+                        : OneTokenRowsBlocks<NV, false, true>(tp, s_in, in_stride, s_out, out_stride);
+      return tp.decay ? OneTokenRowsBlocks<NV, true, false>(tp, s_in, in_stride, s_out, out_stride)
+                      : OneTokenRowsBlocks<NV, false, false>(tp, s_in, in_stride, s_out, out_stride);
+    };
+    switch (vectors) {
+      case 2: return blocks(std::integral_constant<int, 2>());
+      case 4: return blocks(std::integral_constant<int, 4>());
+      case 8: return blocks(std::integral_constant<int, 8>());
+      default: break;  // one vector: OneTokenRows below
     }
   }
 #endif
