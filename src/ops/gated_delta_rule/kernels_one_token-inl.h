@@ -258,7 +258,7 @@ __attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBlocks(const
 }
 #endif
 
-// Decode, one token, rows wider than the register budget// Decode, one token, rows wider than the register budget (AVX2 with Dk > 64; SCALAR): k and q are read from L1,
+// Decode, one token, rows wider than the register budget (AVX2 with Dk > 64; SCALAR): k and q are read from L1,
 // and each row is read twice — the dot products, then the update from the copy the first pass left in L1 — and
 // written once, so the state traffic is still one read and one write per row. Rows go in blocks of kRows,
 // software-pipelined: the dot products (and coefficients) of block b+1 are issued before the updates of block b, so
