@@ -194,8 +194,10 @@ HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_s
 // instantiations use no AVX512_BF16 instruction (the attribute only lets the kInsn body compile; checked with
 // objdump). The sums run in another order than OneTokenRows', so the bits may differ from it in the last place.
 template <int NV, bool kVectorDecay, bool kInsn>
-__attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBlocks(const TokenPack& tp, const hwy::bfloat16_t* s_in, int64_t in_stride,
-                                     hwy::bfloat16_t* s_out, int64_t out_stride) {
+__attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBlocks(const TokenPack& tp,
+                                                                          const hwy::bfloat16_t* s_in,
+                                                                          int64_t in_stride, hwy::bfloat16_t* s_out,
+                                                                          int64_t out_stride) {
   static_assert(NV % 2 == 0, "rows of whole 32-element blocks");
   const DF df;
   const size_t N = hn::Lanes(df);
