@@ -506,6 +506,34 @@ struct PairCodec {  // bf16 pairs: even and odd elements of 2N
 };
 #endif
 
+// Pass (1) with every column sum in registers (AVX-512: NG groups of C::kVectors vectors, 2·NG·kVectors ≤ 16 of its
+// 32 registers; Dv = 128 either codec): each state row is loaded once and its products added straight into the
+// sums, where the general loop below loads and stores them once per four rows. Each lane still adds its rows in
+// order, so the bits are the same.
+template <int NG, class C, class TS>
+HWY_INLINE void KeyMajorSumsInRegisters(int64_t dk, const TS* s_in, int64_t in_stride, const float* dot_k,
+                                        const float* dot_q, float* sk, float* sq) {
+  constexpr int V = C::kVectors;
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df)), G = V * N;
+  const int64_t row_bytes = NG * G * static_cast<int64_t>(sizeof(TS));
+  VF acc_k[NG * V], acc_q[NG * V];
+  for (int u = 0; u < NG * V; ++u) acc_k[u] = acc_q[u] = hn::Zero(df);
+  for (int64_t r = 0; r < dk; ++r) {
+    PrefetchRow(s_in, (r + kRowsAhead) * in_stride, row_bytes);
+    const VF kb = hn::Set(df, dot_k[r]), qb = hn::Set(df, dot_q[r]);
+    for (int g = 0; g < NG; ++g) {
+      VF sv[V];
+      C::Load(df, s_in + r * in_stride + g * G, sv);
+      for (int u = 0; u < V; ++u) {
+        acc_k[g * V + u] = hn::MulAdd(sv[u], kb, acc_k[g * V + u]);
+        acc_q[g * V + u] = hn::MulAdd(sv[u], qb, acc_q[g * V + u]);
+      }
+    }
+  }
+  for (int u = 0; u < NG * V; ++u) hn::Store(acc_k[u], df, sk + u * N), hn::Store(acc_q[u], df, sq + u * N);
+}
+
 // next_in (nullptr: none): the state the caller updates next, rows in_stride apart; pass 2 prefetches it a row per
 // row, so its first pass finds it in cache (pass 2 itself reads only what pass 1 left in cache: the memory would
 // idle during it).
@@ -522,6 +550,13 @@ HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_i
   const int64_t row_bytes = dv * static_cast<int64_t>(sizeof(TS));
   constexpr int kRows = 4;
   int64_t r = 0;
+#if HWY_TARGET == HWY_AVX3
+  constexpr int kGroupsInRegisters = 8 / V;
+  if (dv == kGroupsInRegisters * G) {
+    KeyMajorSumsInRegisters<kGroupsInRegisters, C>(dk, s_in, in_stride, dot_k, dot_q, sk, sq);
+    r = dk;  // the loops below have nothing left to add
+  }
+#endif
   for (; r + kRows <= dk; r += kRows) {
     VF kb[kRows], qb[kRows];
     for (int i = 0; i < kRows; ++i) kb[i] = hn::Set(df, dot_k[r + i]), qb[i] = hn::Set(df, dot_q[r + i]);
