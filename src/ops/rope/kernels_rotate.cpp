@@ -211,12 +211,12 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
       LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
       LoadBF16PairsInBlocks(df, in + 2 * k, &xel, &xol, &xeh, &xoh);
       StoreBF16Bits(d16,
-                    PackBF16BlocksOfBF16Operands(df, hn::MulAdd(xel, c1l, hn::Neg(hn::Mul(xol, s1l))),
-                                                 hn::MulAdd(xeh, c1h, hn::Neg(hn::Mul(xoh, s1h)))),
+                    PackBlocksOfBF16Operands(df, hn::MulAdd(xel, c1l, hn::Neg(hn::Mul(xol, s1l))),
+                                             hn::MulAdd(xeh, c1h, hn::Neg(hn::Mul(xoh, s1h)))),
                     out + k, stream);
       StoreBF16Bits(d16,
-                    PackBF16BlocksOfBF16Operands(df, hn::MulAdd(xol, c2l, hn::Mul(xel, s2l)),
-                                                 hn::MulAdd(xoh, c2h, hn::Mul(xeh, s2h))),
+                    PackBlocksOfBF16Operands(df, hn::MulAdd(xol, c2l, hn::Mul(xel, s2l)),
+                                             hn::MulAdd(xoh, c2h, hn::Mul(xeh, s2h))),
                     out + h + k, stream);
     }
   }

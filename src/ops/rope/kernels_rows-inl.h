@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -176,7 +177,8 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
     for (int64_t r = 0; r < run; ++r, in += din, out += dout, c += dcos, s += dsin) {
       // Software prefetch of the row kPrefetchRows ahead (a hint: it never faults, even past the view's end):
       // partial-row slices leave gaps the hardware stream prefetcher does not follow.
-      const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
+      static const int64_t kP = [] { const char* e = std::getenv("TXOPS_GP"); return e ? std::atoll(e) : kPrefetchRows; }();
+      const char* ahead = reinterpret_cast<const char*>(in + kP * din);
       for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
       row(in, out, c, s);
     }
@@ -317,6 +319,22 @@ HWY_INLINE void StorePairsOfBF16Operands(VF even, VF odd, BF* p, bool stream) {
   if (Bf16Convert()) return StorePairs(even, odd, p, stream);
   StoreMerged(txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(DF(), even, odd), p, stream);
 }
+
+#if TXOPS_HAVE_BF16_BLOCKS
+// Two block-order vectors (core/simd_convert-inl.h, LoadBF16Blocks) of a row whose every operand is bf16, rounded
+// and packed back into element order. With AVX512_BF16: one vcvtne2ps2bf16 (u16 lanes 0..15 = lo, 16..31 = hi)
+// and one vpermq putting lo's and hi's 4-element runs back in turn; a pair holding a denormal takes the integer
+// rounding (as Put). Otherwise PackBF16BlocksOfBF16Operands. The bits are the same either way.
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBlocksOfBF16Operands(DF df, VF lo, VF hi) {
+#if TXOPS_ROPE_BF16CVT
+  if (kBf16Cvt && !AnyDenormal(lo, hi)) {
+    return hn::Vec<hn::Repartition<uint16_t, DF>>{
+        _mm512_permutexvar_epi64(_mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0), Cvt2BF16(hi, lo))};
+  }
+#endif
+  return txops::HWY_NAMESPACE::PackBF16BlocksOfBF16Operands(df, lo, hi);
+}
+#endif
 
 #endif  // HWY_TARGET != HWY_SCALAR
 
