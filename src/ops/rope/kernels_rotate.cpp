@@ -199,8 +199,8 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
   int64_t k = 0;
 #if TXOPS_HAVE_BF16_BLOCKS
   // Forward: block order (core/simd_convert-inl.h), so cos / sin widen by one unpack and each half of the output
-  // leaves in one full-width store. Also where AVX512_BF16 is there: its conversion, one per half vector with a
-  // denormal test, measured slower here (README, session 19).
+  // leaves in one full-width store; it rounds with one vcvtne2ps2bf16 + vpermq per pair of vectors where the CPU
+  // has AVX512_BF16, the integer rounding + packus elsewhere (PackBlocksOfBF16Operands; README, sessions 19, 21).
   if (!bwd) {
     const hn::Repartition<uint16_t, DF> d16;
     for (; k + 2 * lanes <= h; k += 2 * lanes) {
