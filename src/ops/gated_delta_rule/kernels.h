@@ -37,7 +37,8 @@ struct GdrPlan {
                                    // (P, Nv, Dk, Dv)): OneTokenKeyMajor straight on the pool
   bool prefill_one_token_direct = false;  // recurrent prefill: a sequence of one token goes straight from its
                                           // initial to its final state (both laid out for a one-token kernel)
-  bool avx512_bf16 = false;        // decode: the AVX3 kernel may round bf16 states with vcvtne2ps2bf16;
+  bool avx512_bf16 = false;        // decode: the AVX3 kernels (value-major rows, key-major columns) may round bf16
+                                   // states with vcvtne2ps2bf16;
                                    // chunked prefill: bf16 grams with vdpbf16ps
   bool chunked = false;            // prefill: the chunked kernel (kernels_chunked.cpp) instead of the recurrent one
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order

@@ -505,6 +505,22 @@ struct PairCodec {  // bf16 pairs: even and odd elements of 2N
   static HWY_INLINE void StoreOrdered(DF df, const VF* v, float* p) { hn::StoreInterleaved2(v[0], v[1], df, p); }
 };
 #endif
+#if HWY_TARGET == HWY_AVX3
+// PairCodec whose stores round with vcvtne2ps2bf16 (u16 lanes 0..15 the even elements, 16..31 the odd ones) and
+// put the two back in turn with one vpermw: two instructions for 32 elements where the portable rounding takes
+// about fifteen. For CPUs with AVX512_BF16 only (the plan's avx512_bf16); the instruction flushes results below
+// 2^-126 to ±0, as in OneTokenRowsBlocks (README.md "Precision"). Inline asm: this target is not compiled with
+// -mavx512bf16.
+struct PairCodecInsn : PairCodec {
+  static HWY_INLINE void Store(DF, const VF* v, hwy::bfloat16_t* p) {
+    __m512i bits;
+    asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(bits) : "v"(v[1].raw), "v"(v[0].raw));
+    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                           6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi16(order, bits));
+  }
+};
+#endif
 
 // Pass (1) with every column sum in registers (AVX-512: NG groups of C::kVectors vectors, 2·NG·kVectors ≤ 16 of its
 // 32 registers; Dv = 128 either codec): each state row is loaded once and its products added straight into the
@@ -609,13 +625,20 @@ HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_i
   }
 }
 
+// bf16_insn: the CPU has AVX512_BF16 and the plan lets bf16 states round with it (GdrPlan::avx512_bf16).
 template <bool kVectorDecay, class TS>
-HWY_INLINE void OneTokenKeyMajor(const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride, TS* s_out,
-                                 int64_t out_stride, const TS* next_in) {
+HWY_INLINE void OneTokenKeyMajor(bool bf16_insn, const TokenPack& tp, int64_t dk, const TS* s_in, int64_t in_stride,
+                                 TS* s_out, int64_t out_stride, const TS* next_in) {
+  (void)bf16_insn;
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same<TS, hwy::bfloat16_t>::value) {
-    if (tp.dv % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
+    if (tp.dv % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0) {
+#if HWY_TARGET == HWY_AVX3
+      if (bf16_insn)
+        return KeyMajorColumns<kVectorDecay, TS, PairCodecInsn>(tp, dk, s_in, in_stride, s_out, out_stride, next_in);
+#endif
       return KeyMajorColumns<kVectorDecay, TS, PairCodec>(tp, dk, s_in, in_stride, s_out, out_stride, next_in);
+    }
   }
 #endif
   KeyMajorColumns<kVectorDecay, TS, VCodec<TS>>(tp, dk, s_in, in_stride, s_out, out_stride, next_in);

@@ -336,9 +336,11 @@ void OneTokenStraight(const GdrPlan& plan, const TokenPack& tp, const HeadState<
   if (src.row_stride == 1 && src.col_stride != 1) {
     const int64_t dk = plan.problem.key_dim;
     if (tp.decay) {
-      OneTokenKeyMajor<true, TS>(tp, dk, src.base, src.col_stride, dst.base, dst.col_stride, next_in);
+      OneTokenKeyMajor<true, TS>(plan.avx512_bf16, tp, dk, src.base, src.col_stride, dst.base, dst.col_stride,
+                                 next_in);
     } else {
-      OneTokenKeyMajor<false, TS>(tp, dk, src.base, src.col_stride, dst.base, dst.col_stride, next_in);
+      OneTokenKeyMajor<false, TS>(plan.avx512_bf16, tp, dk, src.base, src.col_stride, dst.base, dst.col_stride,
+                                  next_in);
     }
   } else if (plan.layout.token_major) {
     OneTokenTokens<TS>(vectors, plan.avx512_bf16, tp, src.base, src.row_stride, dst.base, dst.row_stride);
