@@ -40,14 +40,18 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
   HWY_ALIGN float acc_s[2][kMaxWidth];
 #if HWY_TARGET != HWY_SCALAR
   // 16-bit cos/sin are widened into fp32 rows once per group instead of once per member row (widening is exact:
-  // same bits): for the register form, and for bf16 with bf16 activations (pair vectors) in split layout for the
-  // memory form (the register form loads their pairs cheaply).
+  // same bits); for bf16 with bf16 activations (pair vectors) in split layout, for both forms (in the register
+  // form that took 16 of a D = 128 row's ~140 vector operations off each member row; README, session 21).
   constexpr bool kBfPairs = std::is_same<TX, BF>::value && std::is_same<TC, BF>::value;
   constexpr bool kWiden = !std::is_same<TC, float>::value && !kBfPairs;
   SideFn<TX, TC>* const in_registers =
-      job.simd_rows && !kWiden ? PickSideInRegisters<TX, TC>(cfg.mode, width) : nullptr;
+      job.simd_rows && !kWiden && !kBfPairs ? PickSideInRegisters<TX, TC>(cfg.mode, width) : nullptr;
   SideFn<TX, float>* const in_registers_widened =
       job.simd_rows && kWiden ? PickSideInRegisters<TX, float>(cfg.mode, width) : nullptr;
+  SideFn<TX, float>* in_registers_split = nullptr;
+  if constexpr (kBfPairs) {
+    if (job.simd_rows) in_registers_split = PickSideInRegisters<TX, float, /*kSplit=*/true>(cfg.mode, width);
+  }
   HWY_ALIGN float cs_widened[2][kMaxWidth];
 #endif
   OuterCursor<10> group(job.group_extent, job.group_stride, begin);
@@ -60,7 +64,7 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
       LoadRowF32(s, 1, width, width, cs_widened[1]);
     }
     if constexpr (kBfPairs) {
-      if (in_registers == nullptr && job.simd_rows) {
+      if (job.simd_rows) {
         SplitBlocks(cfg.mode, width, c, cs_widened[0]);
         SplitBlocks(cfg.mode, width, s, cs_widened[1]);
       }
@@ -82,6 +86,8 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
         in_registers(cfg.stream_out, side, in, out, x, c, s, ac, as);
       } else if (in_registers_widened != nullptr) {
         in_registers_widened(cfg.stream_out, side, in, out, x, cs_widened[0], cs_widened[1], ac, as);
+      } else if (in_registers_split != nullptr) {
+        in_registers_split(cfg.stream_out, side, in, out, x, cs_widened[0], cs_widened[1], ac, as);
       } else if (job.simd_rows) {
         const int64_t row_bytes = width * static_cast<int64_t>(sizeof(TX));
         ForEachMember(side, in, out, x, row_bytes,

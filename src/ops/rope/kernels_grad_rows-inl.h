@@ -357,9 +357,11 @@ HWY_INLINE void RegisterHalfBlock(bool stream, const TX* in, TX* out, const TX* 
 }
 
 // bf16 pairs: block b of 2 vectors holds the even channels in vector 2b, the odd ones in 2b + 1 (split layout).
-template <int kJ, int kB, int kV>
-HWY_INLINE void RegisterHalfBlock(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                  RowAccumulators<kV>& a) {
+// TCS: BF (cos / sin pairs loaded with each row) or float (cos / sin widened once per group in split layout,
+// SplitBlocks: the same values, so the same bits, and no widening per member row).
+template <int kJ, int kB, int kV, class TCS>
+HWY_INLINE void RegisterHalfBlockPairs(bool stream, const BF* in, BF* out, const BF* x, const TCS* c, const TCS* s,
+                                       RowAccumulators<kV>& a) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF())), h = kJ * lanes;
   Unroll<kJ / 2>([&](auto b_) {
     constexpr int b = 2 * decltype(b_)::value;  // first vector of the block
@@ -390,9 +392,23 @@ HWY_INLINE void RegisterInterleaveRow(bool stream, const TX* in, TX* out, const 
   });
 }
 
-template <int kV>
-HWY_INLINE void RegisterInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                      RowAccumulators<kV>& a) {
+template <int kJ, int kB, int kV>
+HWY_INLINE void RegisterHalfBlock(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                  RowAccumulators<kV>& a) {
+  RegisterHalfBlockPairs<kJ, kB, kV>(stream, in, out, x, c, s, a);
+}
+
+// The even and odd channels of a pair block of cos or sin: from the bf16 row, or from its split fp32 row.
+HWY_INLINE void LoadCosSinPairs(const BF* p, VF* even, VF* odd) { LoadPairs(p, even, odd); }
+HWY_INLINE void LoadCosSinPairs(const float* split, VF* even, VF* odd) {
+  const DF df;
+  *even = hn::LoadU(df, split);
+  *odd = hn::LoadU(df, split + hn::Lanes(df));
+}
+
+template <int kV, class TCS>
+HWY_INLINE void RegisterInterleaveRowPairs(bool stream, const BF* in, BF* out, const BF* x, const TCS* c,
+                                           const TCS* s, RowAccumulators<kV>& a) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   Unroll<kV / 2>([&](auto b_) {
     constexpr int b = 2 * decltype(b_)::value;
@@ -400,17 +416,25 @@ HWY_INLINE void RegisterInterleaveRow(bool stream, const BF* in, BF* out, const 
     VF de, dodd, xe, xo, ce, co, se, so, ye, yo;
     LoadPairs(in + i, &de, &dodd);
     LoadPairs(x + i, &xe, &xo);
-    LoadPairs(c + i, &ce, &co);
-    LoadPairs(s + i, &se, &so);
+    LoadCosSinPairs(c + i, &ce, &co);
+    LoadCosSinPairs(s + i, &se, &so);
     HalfStep(de, dodd, xe, xo, ce, co, se, so, a.c[b], a.c[b + 1], a.s[b], a.s[b + 1], ye, yo);
     StorePairsOfBF16Operands(ye, yo, out + i, stream);
   });
 }
 
-// All member rows of one side of a group, then the accumulators to acc_c / acc_s (width floats each).
-template <RotaryMode kMode, int kV, class TX, class TC>
+template <int kV>
+HWY_INLINE void RegisterInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
+                                      RowAccumulators<kV>& a) {
+  RegisterInterleaveRowPairs<kV>(stream, in, out, x, c, s, a);
+}
+
+// All member rows of one side of a group, then the accumulators to acc_c / acc_s (width floats each). kSplit: bf16
+// rows with cos / sin given as fp32 rows in split layout (TX = BF, TC = float; see RegisterHalfBlockPairs).
+template <RotaryMode kMode, int kV, class TX, class TC, bool kSplit = false>
 void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, const TX* x, const TC* c,
                      const TC* s, float* acc_c, float* acc_s) {
+  static_assert(!kSplit || (std::is_same<TX, BF>::value && std::is_same<TC, float>::value), "split: bf16 rows");
   const DF df;
   RowAccumulators<kV> a;
   Unroll<kV>([&](auto v_) {
@@ -419,7 +443,16 @@ void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, c
   });
   const int64_t row_bytes = kV * static_cast<int64_t>(hn::Lanes(df) * sizeof(TX));
   ForEachMember(side, in, out, x, row_bytes, [&](const TX* row_in, TX* row_out, const TX* row_x) {
-    if constexpr (kMode == RotaryMode::kInterleave) {
+    if constexpr (kSplit) {
+      if constexpr (kMode == RotaryMode::kInterleave) {
+        RegisterInterleaveRowPairs<kV>(stream, row_in, row_out, row_x, c, s, a);
+      } else if constexpr (kMode == RotaryMode::kQuarter) {
+        RegisterHalfBlockPairs<kV / 4, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
+        RegisterHalfBlockPairs<kV / 4, kV / 2, kV>(stream, row_in, row_out, row_x, c, s, a);
+      } else {
+        RegisterHalfBlockPairs<kV / 2, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
+      }
+    } else if constexpr (kMode == RotaryMode::kInterleave) {
       RegisterInterleaveRow<kV>(stream, row_in, row_out, row_x, c, s, a);
     } else if constexpr (kMode == RotaryMode::kQuarter) {
       RegisterHalfBlock<kV / 4, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
@@ -439,12 +472,12 @@ void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, c
 template <class TX, class TC>
 using SideFn = void(bool, const GradSide&, const TX*, TX*, const TX*, const TC*, const TC*, float*, float*);
 
-template <RotaryMode kMode, class TX, class TC>
+template <RotaryMode kMode, class TX, class TC, bool kSplit = false>
 SideFn<TX, TC>* PickSideInRegistersForMode(int64_t vectors) {
   switch (vectors) {
-    case 2: return &SideInRegisters<kMode, 2, TX, TC>;
-    case 4: return &SideInRegisters<kMode, 4, TX, TC>;
-    case 8: return &SideInRegisters<kMode, 8, TX, TC>;
+    case 2: return &SideInRegisters<kMode, 2, TX, TC, kSplit>;
+    case 4: return &SideInRegisters<kMode, 4, TX, TC, kSplit>;
+    case 8: return &SideInRegisters<kMode, 8, TX, TC, kSplit>;
     default: return nullptr;
   }
 }
@@ -452,21 +485,24 @@ SideFn<TX, TC>* PickSideInRegistersForMode(int64_t vectors) {
 // The register form for this row shape, or null (the memory form): rows of 2, 4 or 8 whole vectors (at most 4
 // where the target has 16 vector registers: the accumulators take half of them), made of whole blocks of the
 // mode's layout (a vector per half-rule half, two for bf16 pairs).
-template <class TX, class TC>
+// kSplit: bf16 rows with cos / sin widened in split layout (TX = BF, TC = float), the shapes of bf16 pairs.
+template <class TX, class TC, bool kSplit = false>
 SideFn<TX, TC>* PickSideInRegisters(RotaryMode mode, int64_t width) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   const int64_t max_vectors = HWY_MAX_BYTES >= 64 ? 8 : 4;
   if (width % lanes != 0 || width / lanes > max_vectors) return nullptr;
   const int64_t vectors = width / lanes;
-  const int64_t block = std::is_same<TX, BF>::value && std::is_same<TC, BF>::value ? 2 : 1;
+  const int64_t block = kSplit || (std::is_same<TX, BF>::value && std::is_same<TC, BF>::value) ? 2 : 1;
   switch (mode) {
     case RotaryMode::kHalf:
-      return vectors % (2 * block) == 0 ? PickSideInRegistersForMode<RotaryMode::kHalf, TX, TC>(vectors) : nullptr;
+      return vectors % (2 * block) == 0 ? PickSideInRegistersForMode<RotaryMode::kHalf, TX, TC, kSplit>(vectors)
+                                        : nullptr;
     case RotaryMode::kQuarter:
-      return vectors % (4 * block) == 0 ? PickSideInRegistersForMode<RotaryMode::kQuarter, TX, TC>(vectors)
+      return vectors % (4 * block) == 0 ? PickSideInRegistersForMode<RotaryMode::kQuarter, TX, TC, kSplit>(vectors)
                                         : nullptr;
     case RotaryMode::kInterleave:
-      return vectors % block == 0 ? PickSideInRegistersForMode<RotaryMode::kInterleave, TX, TC>(vectors) : nullptr;
+      return vectors % block == 0 ? PickSideInRegistersForMode<RotaryMode::kInterleave, TX, TC, kSplit>(vectors)
+                                  : nullptr;
     default: return nullptr;
   }
 }
