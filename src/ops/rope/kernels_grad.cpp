@@ -44,8 +44,10 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
   // form that took 16 of a D = 128 row's ~140 vector operations off each member row; README, session 21).
   constexpr bool kBfPairs = std::is_same<TX, BF>::value && std::is_same<TC, BF>::value;
   constexpr bool kWiden = !std::is_same<TC, float>::value && !kBfPairs;
-  SideFn<TX, TC>* const in_registers =
-      job.simd_rows && !kWiden && !kBfPairs ? PickSideInRegisters<TX, TC>(cfg.mode, width) : nullptr;
+  SideFn<TX, TC>* in_registers = nullptr;
+  if constexpr (!kWiden && !kBfPairs) {
+    if (job.simd_rows) in_registers = PickSideInRegisters<TX, TC>(cfg.mode, width);
+  }
   SideFn<TX, float>* const in_registers_widened =
       job.simd_rows && kWiden ? PickSideInRegisters<TX, float>(cfg.mode, width) : nullptr;
   SideFn<TX, float>* in_registers_split = nullptr;

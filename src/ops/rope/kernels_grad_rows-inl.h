@@ -162,19 +162,7 @@ HWY_INLINE int64_t PairBlock() { return 2 * static_cast<int64_t>(hn::Lanes(DF())
 struct HalfPairs {
   VF d1[2], d2[2], x1[2], x2[2], c1[2], c2[2], s1[2], s2[2];
 };
-HWY_INLINE void LoadHalfPairs(const BF* in, const BF* x, const BF* c, const BF* s, int64_t j, int64_t h,
-                              HalfPairs* v) {
-  LoadPairs(in + j, &v->d1[0], &v->d1[1]);
-  LoadPairs(in + h + j, &v->d2[0], &v->d2[1]);
-  LoadPairs(x + j, &v->x1[0], &v->x1[1]);
-  LoadPairs(x + h + j, &v->x2[0], &v->x2[1]);
-  LoadPairs(c + j, &v->c1[0], &v->c1[1]);
-  LoadPairs(c + h + j, &v->c2[0], &v->c2[1]);
-  LoadPairs(s + j, &v->s1[0], &v->s1[1]);
-  LoadPairs(s + h + j, &v->s2[0], &v->s2[1]);
-}
-
-// The same with cos / sin from rows widened once per group in split layout (SplitBlocks): plain fp32 loads.
+// cos / sin come from rows widened once per group in split layout (SplitBlocks): plain fp32 loads.
 HWY_INLINE void LoadHalfPairs(const BF* in, const BF* x, const float* cw, const float* sw, int64_t j, int64_t h,
                               HalfPairs* v) {
   const DF df;
@@ -357,11 +345,11 @@ HWY_INLINE void RegisterHalfBlock(bool stream, const TX* in, TX* out, const TX* 
 }
 
 // bf16 pairs: block b of 2 vectors holds the even channels in vector 2b, the odd ones in 2b + 1 (split layout).
-// TCS: BF (cos / sin pairs loaded with each row) or float (cos / sin widened once per group in split layout,
-// SplitBlocks: the same values, so the same bits, and no widening per member row).
-template <int kJ, int kB, int kV, class TCS>
-HWY_INLINE void RegisterHalfBlockPairs(bool stream, const BF* in, BF* out, const BF* x, const TCS* c, const TCS* s,
-                                       RowAccumulators<kV>& a) {
+// cos / sin come widened once per group in split layout (SplitBlocks: the same values, so the same bits, and no
+// widening per member row).
+template <int kJ, int kB, int kV>
+HWY_INLINE void RegisterHalfBlockPairs(bool stream, const BF* in, BF* out, const BF* x, const float* c,
+                                       const float* s, RowAccumulators<kV>& a) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF())), h = kJ * lanes;
   Unroll<kJ / 2>([&](auto b_) {
     constexpr int b = 2 * decltype(b_)::value;  // first vector of the block
@@ -392,23 +380,16 @@ HWY_INLINE void RegisterInterleaveRow(bool stream, const TX* in, TX* out, const 
   });
 }
 
-template <int kJ, int kB, int kV>
-HWY_INLINE void RegisterHalfBlock(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                  RowAccumulators<kV>& a) {
-  RegisterHalfBlockPairs<kJ, kB, kV>(stream, in, out, x, c, s, a);
-}
-
-// The even and odd channels of a pair block of cos or sin: from the bf16 row, or from its split fp32 row.
-HWY_INLINE void LoadCosSinPairs(const BF* p, VF* even, VF* odd) { LoadPairs(p, even, odd); }
+// The even and odd channels of a pair block of cos or sin from its split fp32 row.
 HWY_INLINE void LoadCosSinPairs(const float* split, VF* even, VF* odd) {
   const DF df;
   *even = hn::LoadU(df, split);
   *odd = hn::LoadU(df, split + hn::Lanes(df));
 }
 
-template <int kV, class TCS>
-HWY_INLINE void RegisterInterleaveRowPairs(bool stream, const BF* in, BF* out, const BF* x, const TCS* c,
-                                           const TCS* s, RowAccumulators<kV>& a) {
+template <int kV>
+HWY_INLINE void RegisterInterleaveRowPairs(bool stream, const BF* in, BF* out, const BF* x, const float* c,
+                                           const float* s, RowAccumulators<kV>& a) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   Unroll<kV / 2>([&](auto b_) {
     constexpr int b = 2 * decltype(b_)::value;
@@ -421,12 +402,6 @@ HWY_INLINE void RegisterInterleaveRowPairs(bool stream, const BF* in, BF* out, c
     HalfStep(de, dodd, xe, xo, ce, co, se, so, a.c[b], a.c[b + 1], a.s[b], a.s[b + 1], ye, yo);
     StorePairsOfBF16Operands(ye, yo, out + i, stream);
   });
-}
-
-template <int kV>
-HWY_INLINE void RegisterInterleaveRow(bool stream, const BF* in, BF* out, const BF* x, const BF* c, const BF* s,
-                                      RowAccumulators<kV>& a) {
-  RegisterInterleaveRowPairs<kV>(stream, in, out, x, c, s, a);
 }
 
 // All member rows of one side of a group, then the accumulators to acc_c / acc_s (width floats each). kSplit: bf16
@@ -442,23 +417,30 @@ void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, c
     a.s[decltype(v_)::value] = hn::Zero(df);
   });
   const int64_t row_bytes = kV * static_cast<int64_t>(hn::Lanes(df) * sizeof(TX));
-  ForEachMember(side, in, out, x, row_bytes, [&](const TX* row_in, TX* row_out, const TX* row_x) {
+  // Half-rule block of 2·kJ vectors from vector kB of a row.
+  const auto half = [&](auto j_, auto b_, const TX* row_in, TX* row_out, const TX* row_x) {
+    constexpr int kJ = decltype(j_)::value, kB = decltype(b_)::value;
     if constexpr (kSplit) {
-      if constexpr (kMode == RotaryMode::kInterleave) {
-        RegisterInterleaveRowPairs<kV>(stream, row_in, row_out, row_x, c, s, a);
-      } else if constexpr (kMode == RotaryMode::kQuarter) {
-        RegisterHalfBlockPairs<kV / 4, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
-        RegisterHalfBlockPairs<kV / 4, kV / 2, kV>(stream, row_in, row_out, row_x, c, s, a);
-      } else {
-        RegisterHalfBlockPairs<kV / 2, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
-      }
-    } else if constexpr (kMode == RotaryMode::kInterleave) {
-      RegisterInterleaveRow<kV>(stream, row_in, row_out, row_x, c, s, a);
-    } else if constexpr (kMode == RotaryMode::kQuarter) {
-      RegisterHalfBlock<kV / 4, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
-      RegisterHalfBlock<kV / 4, kV / 2, kV>(stream, row_in, row_out, row_x, c, s, a);
+      RegisterHalfBlockPairs<kJ, kB, kV>(stream, row_in, row_out, row_x, c, s, a);
     } else {
-      RegisterHalfBlock<kV / 2, 0, kV>(stream, row_in, row_out, row_x, c, s, a);
+      RegisterHalfBlock<kJ, kB, kV>(stream, row_in, row_out, row_x, c, s, a);
+    }
+  };
+  using Quarter = std::integral_constant<int, kV / 4>;
+  using Half = std::integral_constant<int, kV / 2>;
+  using Zero = std::integral_constant<int, 0>;
+  ForEachMember(side, in, out, x, row_bytes, [&](const TX* row_in, TX* row_out, const TX* row_x) {
+    if constexpr (kMode == RotaryMode::kInterleave) {
+      if constexpr (kSplit) {
+        RegisterInterleaveRowPairs<kV>(stream, row_in, row_out, row_x, c, s, a);
+      } else {
+        RegisterInterleaveRow<kV>(stream, row_in, row_out, row_x, c, s, a);
+      }
+    } else if constexpr (kMode == RotaryMode::kQuarter) {
+      half(Quarter(), Zero(), row_in, row_out, row_x);
+      half(Quarter(), Half(), row_in, row_out, row_x);
+    } else {
+      half(Half(), Zero(), row_in, row_out, row_x);
     }
   });
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
