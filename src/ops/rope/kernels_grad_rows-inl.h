@@ -474,7 +474,7 @@ SideFn<TX, TC>* PickSideInRegisters(RotaryMode mode, int64_t width) {
   const int64_t max_vectors = HWY_MAX_BYTES >= 64 ? 8 : 4;
   if (width % lanes != 0 || width / lanes > max_vectors) return nullptr;
   const int64_t vectors = width / lanes;
-  const int64_t block = kSplit || (std::is_same<TX, BF>::value && std::is_same<TC, BF>::value) ? 2 : 1;
+  const int64_t block = kSplit ? 2 : 1;
   switch (mode) {
     case RotaryMode::kHalf:
       return vectors % (2 * block) == 0 ? PickSideInRegistersForMode<RotaryMode::kHalf, TX, TC, kSplit>(vectors)
