@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -177,8 +176,7 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
     for (int64_t r = 0; r < run; ++r, in += din, out += dout, c += dcos, s += dsin) {
       // Software prefetch of the row kPrefetchRows ahead (a hint: it never faults, even past the view's end):
       // partial-row slices leave gaps the hardware stream prefetcher does not follow.
-      static const int64_t kP = [] { const char* e = std::getenv("TXOPS_GP"); return e ? std::atoll(e) : kPrefetchRows; }();
-      const char* ahead = reinterpret_cast<const char*>(in + kP * din);
+      const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
       for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
       row(in, out, c, s);
     }
