@@ -229,12 +229,11 @@ HWY_INLINE void LoadBF16PairsInBlocks(DF df, const hwy::bfloat16_t* HWY_RESTRICT
   *odd_hi = hn::BitCast(df, hn::And(hi, high));
 }
 
-// lo and hi (block order) rounded to bf16 as RoundToBF16HighOfBF16Operands allows (no NaN test) and packed.
+// Two vectors of rounded bf16 in the high halves of their u32 lanes, packed in block order (one in-block packus).
 template <class DF>
-HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16BlocksOfBF16Operands(DF df, hn::Vec<DF> lo,
-                                                                               hn::Vec<DF> hi) {
-  const auto l = hn::ShiftRight<16>(RoundToBF16HighOfBF16Operands(df, lo));
-  const auto h = hn::ShiftRight<16>(RoundToBF16HighOfBF16Operands(df, hi));
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16HighsInBlocks(DF, hn::Vec<hn::RebindToUnsigned<DF>> lo,
+                                                                        hn::Vec<hn::RebindToUnsigned<DF>> hi) {
+  const auto l = hn::ShiftRight<16>(lo), h = hn::ShiftRight<16>(hi);
 #if HWY_TARGET == HWY_AVX2
   return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm256_packus_epi32(l.raw, h.raw)};
 #else
@@ -242,16 +241,35 @@ HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16BlocksOfBF16Operands(D
 #endif
 }
 
+// lo and hi (block order) rounded to bf16 as RoundToBF16HighOfBF16Operands allows (no NaN test) and packed.
+template <class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16BlocksOfBF16Operands(DF df, hn::Vec<DF> lo,
+                                                                               hn::Vec<DF> hi) {
+  return PackBF16HighsInBlocks(df, RoundToBF16HighOfBF16Operands(df, lo), RoundToBF16HighOfBF16Operands(df, hi));
+}
+
 // lo and hi (block order) rounded to bf16 as RoundToBF16High (NaN quieted) and packed: any fp32 values.
 template <class DF>
 HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBF16Blocks(DF df, hn::Vec<DF> lo, hn::Vec<DF> hi) {
-  const auto l = hn::ShiftRight<16>(RoundToBF16High(df, lo));
-  const auto h = hn::ShiftRight<16>(RoundToBF16High(df, hi));
-#if HWY_TARGET == HWY_AVX2
-  return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm256_packus_epi32(l.raw, h.raw)};
-#else
-  return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm512_packus_epi32(l.raw, h.raw)};
+  return PackBF16HighsInBlocks(df, RoundToBF16High(df, lo), RoundToBF16High(df, hi));
+}
 #endif
+
+// ---- the AVX512_BF16 conversion (AVX-512 target; only on CPUs that have it: callers check) ----
+// vcvtne2ps2bf16 rounds to nearest even and quiets NaNs like RoundToBF16High, but reads fp32 denormal inputs as
+// zero. Emitted with inline asm: the AVX-512 target is not compiled with -mavx512bf16.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// u16 lanes 0..15 = bf16(lo), 16..31 = bf16(hi).
+HWY_INLINE __m512i ConvertTwoToBF16(hn::Vec<hn::ScalableTag<float>> hi, hn::Vec<hn::ScalableTag<float>> lo) {
+  __m512i r;
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(hi.raw), "v"(lo.raw));
+  return r;
+}
+// even / odd channels (pair vectors, above) converted and merged: u16 lane 2j = bf16(even_j), 2j + 1 = bf16(odd_j).
+HWY_INLINE __m512i ConvertPairsToBF16(hn::Vec<hn::ScalableTag<float>> even, hn::Vec<hn::ScalableTag<float>> odd) {
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(order, ConvertTwoToBF16(odd, even));
 }
 #endif
 

@@ -190,14 +190,12 @@ HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_s
 // one vcvtne2ps2bf16 and one vpermw per 32 elements (round to nearest even; results below 2^-126 in magnitude
 // flush to ±0, the only difference from the portable rounding); without it the portable rounding and one in-block
 // pack (PackBF16Blocks, no permutation). In L3 (B=8, pool=32, 1 thread) 0.565 -> 0.535 ms against the
-// vcvtneps2bf16 row pairs, 0.917 -> 0.771 ms without AVX512_BF16 (README.md, session 20). kInsn = false
-// instantiations use no AVX512_BF16 instruction (the attribute only lets the kInsn body compile; checked with
-// objdump). The sums run in another order than OneTokenRows', so the bits may differ from it in the last place.
+// vcvtneps2bf16 row pairs, 0.917 -> 0.771 ms without AVX512_BF16 (README.md, session 20). The conversion is
+// core's ConvertTwoToBF16 (inline asm), so kInsn = false instantiations contain no AVX512_BF16 instruction. The
+// sums run in another order than OneTokenRows', so the bits may differ from it in the last place.
 template <int NV, bool kVectorDecay, bool kInsn>
-__attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBlocks(const TokenPack& tp,
-                                                                          const hwy::bfloat16_t* s_in,
-                                                                          int64_t in_stride, hwy::bfloat16_t* s_out,
-                                                                          int64_t out_stride) {
+HWY_NOINLINE void OneTokenRowsBlocks(const TokenPack& tp, const hwy::bfloat16_t* s_in, int64_t in_stride,
+                                     hwy::bfloat16_t* s_out, int64_t out_stride) {
   static_assert(NV % 2 == 0, "rows of whole 32-element blocks");
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -231,8 +229,7 @@ __attribute__((target("avx512bf16"))) HWY_NOINLINE void OneTokenRowsBlocks(const
   const auto store = [&](VF (&sv)[NV], hwy::bfloat16_t* row) __attribute__((always_inline)) {
     for (int j = 0; j < NV; j += 2) {
       if (kInsn) {
-        const __m512bh bits = _mm512_cvtne2ps_pbh(sv[j + 1].raw, sv[j].raw);
-        _mm512_storeu_si512(row + j * N, _mm512_permutexvar_epi16(order, reinterpret_cast<const __m512i&>(bits)));
+        _mm512_storeu_si512(row + j * N, _mm512_permutexvar_epi16(order, ConvertTwoToBF16(sv[j + 1], sv[j])));
       } else {
         hn::StoreU(PackBF16Blocks(df, sv[j], sv[j + 1]), d16, reinterpret_cast<uint16_t*>(row + j * N));
       }
@@ -509,15 +506,10 @@ struct PairCodec {  // bf16 pairs: even and odd elements of 2N
 // PairCodec whose stores round with vcvtne2ps2bf16 (u16 lanes 0..15 the even elements, 16..31 the odd ones) and
 // put the two back in turn with one vpermw: two instructions for 32 elements where the portable rounding takes
 // about fifteen. For CPUs with AVX512_BF16 only (the plan's avx512_bf16); the instruction flushes results below
-// 2^-126 to ±0, as in OneTokenRowsBlocks (README.md "Precision"). Inline asm: this target is not compiled with
-// -mavx512bf16.
+// 2^-126 to ±0, as in OneTokenRowsBlocks (README.md "Precision"). core/simd_convert-inl.h: ConvertPairsToBF16.
 struct PairCodecInsn : PairCodec {
   static HWY_INLINE void Store(DF, const VF* v, hwy::bfloat16_t* p) {
-    __m512i bits;
-    asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(bits) : "v"(v[1].raw), "v"(v[0].raw));
-    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                                           6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    _mm512_storeu_si512(p, _mm512_permutexvar_epi16(order, bits));
+    _mm512_storeu_si512(p, ConvertPairsToBF16(v[0], v[1]));
   }
 };
 #endif

@@ -208,9 +208,10 @@ HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
 // vcvtne2ps2bf16 / vcvtneps2bf16 round to nearest even and quiet NaNs exactly like the integer rounding
 // (core/dtype.h f32_to_bf16), except that they treat fp32 denormal inputs as zero. A vector holding a denormal
 // (one FP-class test per input vector) therefore takes the integer rounding instead, so the bits are those of
-// f32_to_bf16 for every input: dev/rope/bf16cvt_check.cpp checks the helpers below on all 2^32 patterns.
+// f32_to_bf16 for every input: dev/rope/bf16cvt_check.cpp checks these conversions on all 2^32 patterns.
 // Normal fp32 inputs never round to a bf16 denormal (same exponent range), so output flushing never applies.
-// Emitted with inline asm: the AVX3 target is not compiled with -mavx512bf16; used only where CPUID has it.
+// Emitted with inline asm (core/simd_convert-inl.h: ConvertTwoToBF16, ConvertPairsToBF16): the AVX3 target is not
+// compiled with -mavx512bf16; used only where CPUID has it.
 #undef TXOPS_ROPE_BF16CVT  // set once per target pass
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 #define TXOPS_ROPE_BF16CVT 1
@@ -219,12 +220,6 @@ static const bool kBf16Cvt = txops::avx512_bf16_usable();
 HWY_INLINE bool AnyDenormal(VF a) { return _mm512_fpclass_ps_mask(a.raw, 0x20) != 0; }
 HWY_INLINE bool AnyDenormal(VF a, VF b) {
   return (_mm512_fpclass_ps_mask(a.raw, 0x20) | _mm512_fpclass_ps_mask(b.raw, 0x20)) != 0;
-}
-// u16 lanes 0..15 = bf16(lo), 16..31 = bf16(hi)
-HWY_INLINE __m512i Cvt2BF16(VF hi, VF lo) {
-  __m512i r;
-  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(hi.raw), "v"(lo.raw));
-  return r;
 }
 HWY_INLINE __m256i CvtBF16(VF v) {
   __m256i r;
@@ -283,10 +278,7 @@ HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
   VU merged;
 #if TXOPS_ROPE_BF16CVT
   if (kBf16Cvt && !AnyDenormal(even, odd)) {
-    // [bf16(even) x16, bf16(odd) x16] -> lane j = bf16(even_j) | bf16(odd_j) << 16
-    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    merged = VU{_mm512_permutexvar_epi16(idx, Cvt2BF16(odd, even))};
+    merged = VU{txops::HWY_NAMESPACE::ConvertPairsToBF16(even, odd)};
   } else
 #endif
   {
@@ -327,7 +319,7 @@ HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBlocksOfBF16Operands(DF df
 #if TXOPS_ROPE_BF16CVT
   if (kBf16Cvt && !AnyDenormal(lo, hi)) {
     return hn::Vec<hn::Repartition<uint16_t, DF>>{
-        _mm512_permutexvar_epi64(_mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0), Cvt2BF16(hi, lo))};
+        _mm512_permutexvar_epi64(_mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0), txops::HWY_NAMESPACE::ConvertTwoToBF16(hi, lo))};
   }
 #endif
   return txops::HWY_NAMESPACE::PackBF16BlocksOfBF16Operands(df, lo, hi);
