@@ -9,7 +9,9 @@
 // full-width rows and widens them again for every head: on Zen 4 its 256-token decode ran from cache at 0.19 ns per
 // element, this loop at 0.10-0.11 (README.md, session 18). The cache rows of the token kCacheAhead tokens on are
 // prefetched into L2: positions are arbitrary, so no hardware prefetcher finds those rows (random-position mrope
-// prefill 2.80 -> 2.29 ms).
+// prefill 2.80 -> 2.29 ms). Each head's row of the next token is prefetched into L1 while the head is rotated: without
+// it one Xeon core kept too few lines in flight behind the bf16 arithmetic, and memory time and compute time added up
+// (8192-token prefill 13.8 -> 8.2-8.6 ms, README.md, session 22).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/rope/kernels_cache.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -190,6 +192,7 @@ void CacheTokensT(const CacheJob& job, int64_t begin, int64_t end) {
   for (int64_t k = 0; k < h; ++k) lane_row[k] = job.channel_row[k];
   HWY_ALIGN float c[kMaxWidth / 2], s[kMaxWidth / 2], cw[kMaxWidth], sw[kMaxWidth];
   const int64_t row_bytes = job.cache_step == 1 ? width * static_cast<int64_t>(sizeof(TC)) : 0;
+  const int64_t rotated_bytes = width * static_cast<int64_t>(sizeof(TX));
   for (int64_t t = begin; t < end; ++t) {
     if (t + kCacheAhead < end) {
       for (int r = 0; r < sections; ++r) {
@@ -212,7 +215,13 @@ void CacheTokensT(const CacheJob& job, int64_t begin, int64_t end) {
       if (side.heads == 0) continue;  // an empty key may have no data at all
       const TX* in = static_cast<const TX*>(side.in) + t * side.in_token_stride;
       TX* out = static_cast<TX*>(side.out) + t * side.out_token_stride;
+      // The next token's row of this head, prefetched while this one is rotated (none after the range's last).
+      const char* next = reinterpret_cast<const char*>(t + 1 < end ? in + side.in_token_stride : nullptr);
       for (int64_t head = 0; head < side.heads; ++head, in += job.head_size, out += job.head_size) {
+        if (next != nullptr) {
+          for (int64_t b = 0; b < rotated_bytes; b += 64) hwy::Prefetch(next + b);
+          next += job.head_size * static_cast<int64_t>(sizeof(TX));
+        }
         if constexpr (kPairs) {
           neox ? NeoxPairRow<TC>(stream, in, out, c, s, h) : GptjPairRow<TC>(stream, in, out, c, s, width);
         } else {
