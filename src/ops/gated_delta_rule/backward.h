@@ -108,11 +108,11 @@ inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, i
   GdrCarver c(base);
   float* pack = c.take(gdr_carve_pack(nullptr, dkp, &s->pack));  // (sizes first; pointers when there is a base)
   float* record = c.take(gdr_carve_record(nullptr, dkp, dvp, &s->record));
-  float* pass = c.take(gdr_carve_pass(nullptr, dvp, &s->pass));
+  float* pass = c.take(gdr_carve_pass(nullptr, dkp, dvp, &s->pass));
   if (base != nullptr) {
     gdr_carve_pack(pack, dkp, &s->pack);
     gdr_carve_record(record, dkp, dvp, &s->record);
-    gdr_carve_pass(pass, dvp, &s->pass);
+    gdr_carve_pass(pass, dkp, dvp, &s->pass);
   }
   s->checkpoints = c.take(group * kept_chunks * dk * dvp);
   s->solved = c.take(group * kept_chunks * C * dvp);

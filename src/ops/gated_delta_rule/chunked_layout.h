@@ -67,6 +67,9 @@ struct GdrChunkRecord {
   float* bv = nullptr;      // C x dvp: β⊙V
   float* gram = nullptr;    // 2C x C: A rows [0, n), P rows [n, 2n)
   float* decay = nullptr;   // C + 1: e^{G_last - G_i} (0 for i >= n), then e^{G_last} at [C]
+  // The AMX path (GdrPlan::amx): X = row_scale ⊙ ([K; Q] Sᵀ) with the bf16 rows themselves.
+  uint16_t* kq16 = nullptr;  // 2C x dkp: [K; Q] as bf16 bits
+  float* row_scale = nullptr;  // 2C: β⊙e^G for rows [0, n), e^G·scale for rows [n, 2n)
 };
 
 inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkRecord* r) {
@@ -77,6 +80,8 @@ inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkR
   r->bv = c.take(C * dvp);
   r->gram = c.take(2 * C * C);
   r->decay = c.take(C + 1);
+  r->kq16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));
+  r->row_scale = c.take(2 * C);
   return c.used();
 }
 
@@ -84,13 +89,15 @@ inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkR
 struct GdrPassScratch {
   float* x = nullptr;   // 2C x dvp: X = [β⊙e^G⊙K ; e^G⊙Q·scale] Sᵀ, then O in rows [n, 2n)
   float* vp = nullptr;  // C x dvp: V'
+  uint32_t* split = nullptr;  // the AMX path: Sᵀ's columns as three bf16 parts in key pairs (3 x dkp/2 x dvp)
 };
 
-inline int64_t gdr_carve_pass(float* base, int64_t dvp, GdrPassScratch* s) {
+inline int64_t gdr_carve_pass(float* base, int64_t dkp, int64_t dvp, GdrPassScratch* s) {
   constexpr int64_t C = kGdrChunk;
   GdrCarver c(base);
   s->x = c.take(2 * C * dvp);
   s->vp = c.take(C * dvp);
+  s->split = reinterpret_cast<uint32_t*>(c.take(3 * dkp / 2 * dvp));
   return c.used();
 }
 

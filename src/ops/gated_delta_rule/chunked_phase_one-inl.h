@@ -44,6 +44,7 @@ struct ChunkContext {
   int64_t dkp = 0, dvp = 0;  // Dk, Dv rounded up to 16
   int64_t ld = 0;            // the row stride of a staged state (gdr_state_row_stride(dvp) in the forward)
   bool bf16_dot = false;     // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
+  bool amx = false;          // X on AMX tiles (GdrPlan::amx; implies bf16_dot): the record keeps [K; Q] as bf16
 };
 
 template <class T>
@@ -290,6 +291,13 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
     s.key_t0 = t0;
   }
   PackChunk<TA>(cx, h, t0, n, s, r);
+  if (cx.amx) {  // the AMX path's X operands: the bf16 rows (GramsBf16 made them) and the row scales
+    std::memcpy(r.kq16, s.kq16, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
+    for (int64_t i = 0; i < n; ++i) {
+      r.row_scale[i] = s.beta[i] * s.gamma[i];
+      r.row_scale[n + i] = s.gamma[i] * cx.p->scale;
+    }
+  }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);
   // The state update's decays e^{G_last - G_j} go into the columns of Kᵀ, so the state pass multiplies Kᵀ by V'.
   for (int64_t c = 0; c < dk; ++c)

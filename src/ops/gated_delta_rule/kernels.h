@@ -40,6 +40,8 @@ struct GdrPlan {
   bool avx512_bf16 = false;        // decode: the AVX3 kernels (value-major rows, key-major columns) may round bf16
                                    // states with vcvtne2ps2bf16;
                                    // chunked prefill: bf16 grams with vdpbf16ps
+  bool amx = false;                // chunked prefill: X = [K; Q] Sᵀ on AMX tiles (bf16 activations, Dk rounded to 16
+                                   // a multiple of 32, a CPU and OS with AMX-BF16; chunked_amx-inl.h)
   bool chunked = false;            // prefill: the chunked kernel (kernels_chunked.cpp) instead of the recurrent one
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only

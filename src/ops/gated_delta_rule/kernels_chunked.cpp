@@ -38,6 +38,7 @@
 #include "ops/gated_delta_rule/chunked_gemm-inl.h"
 #include "ops/gated_delta_rule/chunked_phase_one-inl.h"
 #include "ops/gated_delta_rule/chunked_layout.h"
+#include "ops/gated_delta_rule/chunked_amx-inl.h"
 #include "ops/gated_delta_rule/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -71,7 +72,15 @@ void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
                const GdrPassScratch& w, float* st, int64_t c0, int64_t c1) {
   const GdrProblem& p = *cx.p;
   const int64_t dk = p.key_dim, dvp = cx.dvp, ld = cx.ld, cols = c1 - c0;
-  Gemm(2 * n, cols, dk, r.scaled, cx.dkp, st + c0, ld, w.x + c0, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
+#if TXOPS_GDR_AMX
+  if (cx.amx) {  // X = row_scale ⊙ ([K; Q] Sᵀ) on AMX tiles (chunked_amx-inl.h)
+    gdr_amx::SplitState(st, ld, dk, cx.dkp, c0, cols, w.split);
+    gdr_amx::XOnTiles(2 * n, cx.dkp, r.kq16, r.row_scale, w.split, cols, w.x + c0, dvp);
+  } else
+#endif
+  {
+    Gemm(2 * n, cols, dk, r.scaled, cx.dkp, st + c0, ld, w.x + c0, dvp, false);  // X = [βe^G K; e^G Q] Sᵀ
+  }
   SolveRows(n, c0, c1, dvp, r, w);
   if (p.has_corrected_values) StoreCorrectedValues(p, h, t0, n, w, dvp, c0, c1);
   Gemm(n, cols, n, r.gram + n * C, C, w.vp + c0, dvp, w.x + n * dvp + c0, dvp, true, 1.0f,
@@ -180,7 +189,7 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
   GdrPassScratch w;
   float* cursor = scratch + gdr_carve_pack(scratch, cx.dkp, &s);
   cursor += gdr_carve_record(cursor, cx.dkp, cx.dvp, &r);
-  float* staged = cursor + gdr_carve_pass(cursor, cx.dvp, &w);
+  float* staged = cursor + gdr_carve_pass(cursor, cx.dkp, cx.dvp, &w);
   const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.ld);
   for (int64_t h = h_begin; h < h_end; ++h)
     StageColumns<TS>(p, cx.ld, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
@@ -280,7 +289,7 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
       GdrPackScratch s;
       GdrPassScratch w;
       float* base = reinterpret_cast<float*>(thread_scratch + part * scratch_bytes);
-      gdr_carve_pass(base + gdr_carve_pack(nullptr, cx.dkp, &s), cx.dvp, &w);
+      gdr_carve_pass(base + gdr_carve_pack(nullptr, cx.dkp, &s), cx.dkp, cx.dvp, &w);
       for (int64_t u = begin; u < end; ++u) {
         const int64_t item = active[u / blocks], b = item / nv;
         int64_t c0, c1;
@@ -313,6 +322,7 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   cx.dvp = gdr_pad16(plan.problem.value_dim);
   cx.ld = gdr_state_row_stride(cx.dvp);
   cx.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
+  cx.amx = plan.amx && cx.bf16_dot;
   if (plan.split_chunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   parallel_parts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
     RunItems<TA, TS>(cx, plan.part_start[part], plan.part_start[part + 1],

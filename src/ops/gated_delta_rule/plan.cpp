@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "core/amx.h"
 #include "core/parallel.h"
 #include "core/plan_record.h"
 #include "core/status.h"
@@ -65,6 +66,7 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
                       plan->wave_chunks, plan->column_blocks);
       else if (plan->chunked)
         std::snprintf(mode, sizeof(mode), " mode=items");
+      if (plan->amx) std::strncat(mode, " x=amx", sizeof(mode) - std::strlen(mode) - 1);
       char buf[320];
       std::snprintf(buf, sizeof(buf),
                     "kernel=%s%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
@@ -149,7 +151,7 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
   plan->shared_floats = items * state_floats + items * wave * record_floats;
   GdrPackScratch s;
   GdrPassScratch w;
-  plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dvp, &w);
+  plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dkp, dvp, &w);
 }
 
 void plan_common(GdrPlan* plan, Isa isa) {
@@ -171,7 +173,7 @@ void plan_common(GdrPlan* plan, Isa isa) {
     GdrChunkRecord r;
     GdrPassScratch w;
     plan->scratch_floats = gdr_carve_pack(nullptr, dkp16, &s) + gdr_carve_record(nullptr, dkp16, dvp16, &r) +
-                           gdr_carve_pass(nullptr, dvp16, &w) +
+                           gdr_carve_pass(nullptr, dkp16, dvp16, &w) +
                            staged_heads * gdr_staged_state_floats(p.key_dim, gdr_state_row_stride(dvp16));
     int64_t total_cost = 0;
     for (int64_t c : costs) total_cost += c;
@@ -230,6 +232,8 @@ Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView&
   plan->chunked = choose_chunked(plan->problem, isa);
   plan_common(plan.get(), isa);
   plan->avx512_bf16 = plan->chunked && isa == Isa::kAvx512 && cpu_has_avx512_bf16();
+  plan->amx = plan->avx512_bf16 && plan->problem.query.dtype == DType::kBF16 &&
+              gdr_pad16(plan->problem.key_dim) % 32 == 0 && amx_bf16_usable();
   plan->prefill_one_token_direct = !plan->chunked && one_token_kernel_fits(*plan);
   *op = make_op(std::move(plan), isa, "chunk_gated_delta_rule");
   return Status();

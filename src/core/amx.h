@@ -1,0 +1,18 @@
+// amx.h — whether this process may run Intel AMX bf16 tile instructions (TDPBF16PS): the CPU has AMX-TILE and
+// AMX-BF16, the OS enables their register state (XCR0 bits 17-18) and, on Linux, grants this process the tile
+// data (arch_prctl ARCH_REQ_XCOMP_PERM: a process must ask before its first tile instruction, or it faults).
+// TXOPS_NO_AMX (set, not "0") forbids them; tests switch them off and on at run time (set_amx_allowed).
+#ifndef TXOPS_CORE_AMX_H_
+#define TXOPS_CORE_AMX_H_
+
+namespace txops {
+
+// The CPU and OS allow AMX bf16 tiles (checked, and the permission asked for, once) and nothing forbids them.
+bool amx_bf16_usable();
+
+// Run-time switch over amx_bf16_usable() (default on): plans made while it is off take the fp32 paths.
+void set_amx_allowed(bool allowed);
+
+}  // namespace txops
+
+#endif  // TXOPS_CORE_AMX_H_

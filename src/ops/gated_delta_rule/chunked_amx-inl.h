@@ -1,0 +1,135 @@
+// chunked_amx-inl.h — the chunked prefill's X = [K; Q] Sᵀ on Intel AMX tiles (AVX3 target, CPUs with AMX-BF16;
+// GdrPlan::amx). Why: on such a CPU one core's TDPBF16PS runs ~3 TFLOP/s against ~0.23 for fp32 AVX-512 FMAs, and
+// X is half the kernel's FLOPs. How it stays an fp32 product: with bf16 activations K and Q are exact bf16, and
+// the fp32 state splits exactly into three bf16 parts, Sᵀ = hi + mid + lo (each the truncated remainder of the
+// last: 8 + 8 + 8 significant bits), so every product is exact and AMX accumulates in fp32 with one rounding per
+// addition, as an fp32 GEMM does. X's rows are then scaled (β⊙e^G for K, e^G·scale for Q), where the fp32 path
+// scales the rows of K and Q before the product: the same quantity, rounded differently (a different ISA path may
+// give different bits; a thread count or a column block never does: every element sums over the depth in one
+// fixed order, 32 keys at a time, hi then mid then lo). AMX treats bf16 denormals as zero and flushes denormal
+// results, so parts below ~1e-38 drop out (states that small contribute nothing an fp32 output can show).
+//
+// Include after <hwy/highway.h> in a foreach_target translation unit; callers test TXOPS_GDR_AMX (below).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TXOPS_GDR_AMX_COMPILER 1  // GCC on x86-64: the tile intrinsics under a target attribute
+#else
+#define TXOPS_GDR_AMX_COMPILER 0
+#endif
+#undef TXOPS_GDR_AMX
+#define TXOPS_GDR_AMX (TXOPS_GDR_AMX_COMPILER && HWY_TARGET == HWY_AVX3)
+
+#if defined(TXOPS_OPS_GDR_CHUNKED_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TXOPS_OPS_GDR_CHUNKED_AMX_INL_H_
+#undef TXOPS_OPS_GDR_CHUNKED_AMX_INL_H_
+#else
+#define TXOPS_OPS_GDR_CHUNKED_AMX_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <cstring>
+
+HWY_BEFORE_NAMESPACE();
+namespace txops {
+namespace HWY_NAMESPACE {
+namespace gdr_amx {
+
+#if TXOPS_GDR_AMX
+
+// Columns [c0, c0 + cols) of the staged state st (key rows [0, dk) real, ld floats apart; rows [dk, dkp) read as
+// zero) as three bf16 parts in the AMX B-operand layout: part s, key pair q, column c at split[(s·dkp/2 + q)·cols +
+// c] = bf16 of row 2q | bf16 of row 2q + 1 << 16. cols is a multiple of 16.
+inline void SplitState(const float* st, int64_t ld, int64_t dk, int64_t dkp, int64_t c0, int64_t cols,
+                       uint32_t* split) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const int64_t part = dkp / 2 * cols;
+  for (int64_t q = 0; q < dkp / 2; ++q) {
+    const float* r0 = st + 2 * q * ld + c0;
+    const float* r1 = r0 + ld;
+    for (int64_t c = 0; c < cols; c += 16) {
+      __m512i p[2][3];
+      for (int e = 0; e < 2; ++e) {
+        const __m512 x = 2 * q + e < dk ? _mm512_loadu_ps((e == 0 ? r0 : r1) + c) : _mm512_setzero_ps();
+        const __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), high));
+        const __m512 rest = _mm512_sub_ps(x, hi);  // exact
+        const __m512 mid = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), high));
+        const __m512 lo = _mm512_sub_ps(rest, mid);  // exact, and at most 8 significant bits: a bf16
+        p[e][0] = _mm512_castps_si512(hi);
+        p[e][1] = _mm512_castps_si512(mid);
+        p[e][2] = _mm512_and_si512(_mm512_castps_si512(lo), high);
+      }
+      for (int s = 0; s < 3; ++s) {
+        const __m512i pair = _mm512_or_si512(_mm512_srli_epi32(p[0][s], 16), p[1][s]);
+        _mm512_storeu_si512(split + s * part + q * cols + c, pair);
+      }
+    }
+  }
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// X rows [0, rows) x columns [0, cols) (x, rows ldx floats apart) = row_scale[i] · Σ_k kq16[i][k] · Sᵀ[k][c],
+// Sᵀ given as SplitState's three parts. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
+// rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols are multiples of 32 and 16.
+// Tiles 0-3 accumulate a 32 x 32 block of X, 4-5 hold 16 rows of [K; Q] each, 6-7 16 columns of a part each.
+__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void XOnTiles(int64_t rows, int64_t dkp,
+                                                                          const uint16_t* kq16,
+                                                                          const float* row_scale,
+                                                                          const uint32_t* split, int64_t cols,
+                                                                          float* x, int64_t ldx) {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+  alignas(64) float block[4][16 * 16];
+  const int64_t part = dkp / 2 * cols, a_stride = dkp * 2, b_stride = cols * 4;
+  for (int64_t cb = 0; cb < cols; cb += 32) {
+    const bool two_cols = cb + 32 <= cols;
+    for (int64_t rb = 0; rb < rows; rb += 32) {
+      const bool two_rows = rb + 16 < rows;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t k = 0; k < dkp; k += 32) {
+        _tile_loadd(4, kq16 + rb * dkp + k, a_stride);
+        _tile_loadd(5, kq16 + (rb + 16) * dkp + k, a_stride);
+        for (int s = 0; s < 3; ++s) {
+          const uint32_t* b = split + s * part + k / 2 * cols + cb;
+          _tile_loadd(6, b, b_stride);
+          _tile_dpbf16ps(0, 4, 6);
+          if (two_rows) _tile_dpbf16ps(2, 5, 6);
+          if (two_cols) {
+            _tile_loadd(7, b + 16, b_stride);
+            _tile_dpbf16ps(1, 4, 7);
+            if (two_rows) _tile_dpbf16ps(3, 5, 7);
+          }
+        }
+      }
+      _tile_stored(0, block[0], 64);
+      _tile_stored(1, block[1], 64);
+      _tile_stored(2, block[2], 64);
+      _tile_stored(3, block[3], 64);
+      const int64_t row_end = rb + 32 < rows ? rb + 32 : rows;
+      for (int64_t i = rb; i < row_end; ++i) {
+        const int64_t t = i - rb < 16 ? 0 : 2, r = (i - rb) % 16;
+        const __m512 sc = _mm512_set1_ps(row_scale[i]);
+        _mm512_storeu_ps(x + i * ldx + cb, _mm512_mul_ps(sc, _mm512_load_ps(block[t] + r * 16)));
+        if (two_cols) _mm512_storeu_ps(x + i * ldx + cb + 16, _mm512_mul_ps(sc, _mm512_load_ps(block[t + 1] + r * 16)));
+      }
+    }
+  }
+  _tile_release();
+}
+#endif  // TXOPS_GDR_AMX
+
+}  // namespace gdr_amx
+}  // namespace HWY_NAMESPACE
+}  // namespace txops
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
