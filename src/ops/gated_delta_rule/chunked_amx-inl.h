@@ -37,20 +37,21 @@ namespace gdr_amx {
 
 #if TXOPS_GDR_AMX
 
-// Columns [c0, c0 + cols) of the staged state st (key rows [0, dk) real, ld floats apart; rows [dk, dkp) read as
-// zero) as three bf16 parts in the AMX B-operand layout: part s, key pair q, column c at split[(s·dkp/2 + q)·cols +
-// c] = bf16 of row 2q | bf16 of row 2q + 1 << 16. cols is a multiple of 16.
-inline void SplitState(const float* st, int64_t ld, int64_t dk, int64_t dkp, int64_t c0, int64_t cols,
-                       uint32_t* split) {
+// Rows [0, 2·pairs) x columns [0, cols) of src (rows ld floats apart; rows >= valid read as zero; row j multiplied
+// by row_scale[j] first when row_scale is given) as three bf16 parts in the AMX B-operand layout: part s, row pair
+// q, column c at split[(s·pairs + q)·cols + c] = bf16 of row 2q | bf16 of row 2q + 1 << 16. Each part is the
+// truncated remainder of the one before, so hi + mid + lo is the fp32 value exactly. cols is a multiple of 16.
+inline void SplitPairs(const float* src, int64_t ld, int64_t valid, int64_t pairs, const float* row_scale,
+                       int64_t cols, uint32_t* split) {
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
-  const int64_t part = dkp / 2 * cols;
-  for (int64_t q = 0; q < dkp / 2; ++q) {
-    const float* r0 = st + 2 * q * ld + c0;
-    const float* r1 = r0 + ld;
+  const int64_t part = pairs * cols;
+  for (int64_t q = 0; q < pairs; ++q) {
     for (int64_t c = 0; c < cols; c += 16) {
       __m512i p[2][3];
       for (int e = 0; e < 2; ++e) {
-        const __m512 x = 2 * q + e < dk ? _mm512_loadu_ps((e == 0 ? r0 : r1) + c) : _mm512_setzero_ps();
+        const int64_t row = 2 * q + e;
+        __m512 x = row < valid ? _mm512_loadu_ps(src + row * ld + c) : _mm512_setzero_ps();
+        if (row_scale != nullptr && row < valid) x = _mm512_mul_ps(x, _mm512_set1_ps(row_scale[row]));
         const __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), high));
         const __m512 rest = _mm512_sub_ps(x, hi);  // exact
         const __m512 mid = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), high));
@@ -74,7 +75,7 @@ struct alignas(64) TileConfig {
 };
 
 // X rows [0, rows) x columns [0, cols) (x, rows ldx floats apart) = row_scale[i] · Σ_k kq16[i][k] · Sᵀ[k][c],
-// Sᵀ given as SplitState's three parts. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
+// Sᵀ given as SplitPairs' three parts. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
 // rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols are multiples of 32 and 16.
 // Tiles 0-3 accumulate a 32 x 32 block of X, 4-5 hold 16 rows of [K; Q] each, 6-7 16 columns of a part each.
 __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void XOnTiles(int64_t rows, int64_t dkp,
@@ -120,6 +121,66 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void XOnTiles(int64_t 
         const __m512 sc = _mm512_set1_ps(row_scale[i]);
         _mm512_storeu_ps(x + i * ldx + cb, _mm512_mul_ps(sc, _mm512_load_ps(block[t] + r * 16)));
         if (two_cols) _mm512_storeu_ps(x + i * ldx + cb + 16, _mm512_mul_ps(sc, _mm512_load_ps(block[t + 1] + r * 16)));
+      }
+    }
+  }
+  _tile_release();
+}
+
+// The state update Sᵀ ← g_last·Sᵀ + Kᵀ (decay ⊙ V') on columns [0, cols) of st (rows [0, dk), ld floats apart):
+// kt16 is Kᵀ as bf16 (dkp rows of kGdrChunk tokens, zero past the chunk's n), split the three parts of decay ⊙ V'
+// (SplitPairs, kGdrChunk / 2 token pairs, zero past n). Sᵀ is scaled first and then accumulated into, as the fp32
+// GEMM starts its accumulators from c_scale·C. A row tile past dk goes through a zero-padded copy.
+__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void StateUpdateOnTiles(int64_t dk, int64_t n,
+                                                                                    const uint16_t* kt16,
+                                                                                    const uint32_t* split,
+                                                                                    int64_t cols, float g_last,
+                                                                                    float* st, int64_t ld) {
+  constexpr int64_t C = kGdrChunk, pairs = C / 2;
+  const __m512 gl = _mm512_set1_ps(g_last);
+  for (int64_t k = 0; k < dk; ++k)
+    for (int64_t c = 0; c < cols; c += 16) _mm512_storeu_ps(st + k * ld + c, _mm512_mul_ps(gl, _mm512_loadu_ps(st + k * ld + c)));
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+  alignas(64) float bounce[2][16 * 16];
+  const int64_t part = pairs * cols, steps = (n + 31) / 32, b_stride = cols * 4;
+  for (int64_t cb = 0; cb < cols; cb += 32) {
+    const bool two_cols = cb + 32 <= cols;
+    for (int64_t rb = 0; rb < dk; rb += 16) {
+      const bool full = rb + 16 <= dk;
+      float* c0 = st + rb * ld + cb;
+      if (!full) {
+        std::memset(bounce, 0, sizeof(bounce));
+        for (int64_t r = 0; r < dk - rb; ++r) {
+          std::memcpy(bounce[0] + r * 16, c0 + r * ld, 64);
+          if (two_cols) std::memcpy(bounce[1] + r * 16, c0 + r * ld + 16, 64);
+        }
+      }
+      float* t0 = full ? c0 : bounce[0];
+      float* t1 = full ? c0 + 16 : bounce[1];
+      const int64_t c_stride = full ? ld * 4 : 64;
+      _tile_loadd(0, t0, c_stride);
+      if (two_cols) _tile_loadd(1, t1, c_stride);
+      for (int64_t kk = 0; kk < steps; ++kk) {
+        _tile_loadd(4, kt16 + rb * C + kk * 32, C * 2);
+        for (int s = 0; s < 3; ++s) {
+          const uint32_t* b = split + s * part + kk * 16 * cols + cb;
+          _tile_loadd(6, b, b_stride);
+          _tile_dpbf16ps(0, 4, 6);
+          if (two_cols) {
+            _tile_loadd(7, b + 16, b_stride);
+            _tile_dpbf16ps(1, 4, 7);
+          }
+        }
+      }
+      _tile_stored(0, t0, c_stride);
+      if (two_cols) _tile_stored(1, t1, c_stride);
+      if (!full) {
+        for (int64_t r = 0; r < dk - rb; ++r) {
+          std::memcpy(c0 + r * ld, bounce[0] + r * 16, 64);
+          if (two_cols) std::memcpy(c0 + r * ld + 16, bounce[1] + r * 16, 64);
+        }
       }
     }
   }

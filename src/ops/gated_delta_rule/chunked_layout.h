@@ -5,6 +5,7 @@
 #ifndef TXOPS_OPS_GATED_DELTA_RULE_CHUNKED_LAYOUT_H_
 #define TXOPS_OPS_GATED_DELTA_RULE_CHUNKED_LAYOUT_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/gated_delta_rule/kernels.h"
@@ -70,6 +71,7 @@ struct GdrChunkRecord {
   // The AMX path (GdrPlan::amx): X = row_scale ⊙ ([K; Q] Sᵀ) with the bf16 rows themselves.
   uint16_t* kq16 = nullptr;  // 2C x dkp: [K; Q] as bf16 bits
   float* row_scale = nullptr;  // 2C: β⊙e^G for rows [0, n), e^G·scale for rows [n, 2n)
+  uint16_t* kt16 = nullptr;  // dkp x C: Kᵀ as bf16 bits (columns >= n zero)
 };
 
 inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkRecord* r) {
@@ -82,6 +84,7 @@ inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkR
   r->decay = c.take(C + 1);
   r->kq16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));
   r->row_scale = c.take(2 * C);
+  r->kt16 = reinterpret_cast<uint16_t*>(c.take(dkp * C / 2));
   return c.used();
 }
 
@@ -89,7 +92,7 @@ inline int64_t gdr_carve_record(float* base, int64_t dkp, int64_t dvp, GdrChunkR
 struct GdrPassScratch {
   float* x = nullptr;   // 2C x dvp: X = [β⊙e^G⊙K ; e^G⊙Q·scale] Sᵀ, then O in rows [n, 2n)
   float* vp = nullptr;  // C x dvp: V'
-  uint32_t* split = nullptr;  // the AMX path: Sᵀ's columns as three bf16 parts in key pairs (3 x dkp/2 x dvp)
+  uint32_t* split = nullptr;  // the AMX path: Sᵀ's columns, then decay⊙V', as three bf16 parts in row pairs
 };
 
 inline int64_t gdr_carve_pass(float* base, int64_t dkp, int64_t dvp, GdrPassScratch* s) {
@@ -97,7 +100,7 @@ inline int64_t gdr_carve_pass(float* base, int64_t dkp, int64_t dvp, GdrPassScra
   GdrCarver c(base);
   s->x = c.take(2 * C * dvp);
   s->vp = c.take(C * dvp);
-  s->split = reinterpret_cast<uint32_t*>(c.take(3 * dkp / 2 * dvp));
+  s->split = reinterpret_cast<uint32_t*>(c.take(3 * std::max(dkp, C) / 2 * dvp));
   return c.used();
 }
 

@@ -297,6 +297,14 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
       r.row_scale[i] = s.beta[i] * s.gamma[i];
       r.row_scale[n + i] = s.gamma[i] * cx.p->scale;
     }
+    const hn::RebindToUnsigned<DF> du;  // Kᵀ's floats are bf16 values: keep their upper halves
+    const hn::Rebind<uint16_t, DF> du16;
+    const hn::RebindToSigned<DF> di;
+    const uint32_t* kt = reinterpret_cast<const uint32_t*>(s.kt);
+    for (int64_t e = 0; e < dkp * C; e += N) {
+      const auto bits = hn::ShiftRight<16>(hn::LoadU(du, kt + e));
+      hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, r.kt16 + e);
+    }
   }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);
   // The state update's decays e^{G_last - G_j} go into the columns of Kᵀ, so the state pass multiplies Kᵀ by V'.

@@ -74,7 +74,7 @@ void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   const int64_t dk = p.key_dim, dvp = cx.dvp, ld = cx.ld, cols = c1 - c0;
 #if TXOPS_GDR_AMX
   if (cx.amx) {  // X = row_scale ⊙ ([K; Q] Sᵀ) on AMX tiles (chunked_amx-inl.h)
-    gdr_amx::SplitState(st, ld, dk, cx.dkp, c0, cols, w.split);
+    gdr_amx::SplitPairs(st + c0, ld, dk, cx.dkp / 2, nullptr, cols, w.split);
     gdr_amx::XOnTiles(2 * n, cx.dkp, r.kq16, r.row_scale, w.split, cols, w.x + c0, dvp);
   } else
 #endif
@@ -85,7 +85,15 @@ void StatePass(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   if (p.has_corrected_values) StoreCorrectedValues(p, h, t0, n, w, dvp, c0, c1);
   Gemm(n, cols, n, r.gram + n * C, C, w.vp + c0, dvp, w.x + n * dvp + c0, dvp, true, 1.0f,
        Triangle::kLowerA);                                                    // O = X_bottom + P V'
-  Gemm(dk, cols, n, r.kt, C, w.vp + c0, dvp, st + c0, ld, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + (Kᵀ⊙decay) V'
+#if TXOPS_GDR_AMX
+  if (cx.amx) {  // Sᵀ = e^{G_last} Sᵀ + Kᵀ (decay ⊙ V') on AMX tiles
+    gdr_amx::SplitPairs(w.vp + c0, dvp, n, C / 2, r.decay, cols, w.split);
+    gdr_amx::StateUpdateOnTiles(dk, n, r.kt16, w.split, cols, r.decay[C], st + c0, ld);
+  } else
+#endif
+  {
+    Gemm(dk, cols, n, r.kt, C, w.vp + c0, dvp, st + c0, ld, true, r.decay[C]);  // Sᵀ = e^{G_last} Sᵀ + (Kᵀ⊙decay) V'
+  }
   const int64_t c_end = std::min(c1, p.value_dim), stride = p.out.strides[2];
   if (c_end <= c0) return;
   for (int64_t i = 0; i < n; ++i) {
