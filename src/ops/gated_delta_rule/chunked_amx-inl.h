@@ -30,6 +30,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ops/gated_delta_rule/kernels.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace txops {
 namespace HWY_NAMESPACE {
@@ -78,7 +80,7 @@ struct alignas(64) TileConfig {
 // Sᵀ given as SplitPairs' three parts. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
 // rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols are multiples of 32 and 16.
 // Tiles 0-3 accumulate a 32 x 32 block of X, 4-5 hold 16 rows of [K; Q] each, 6-7 16 columns of a part each.
-__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void XOnTiles(int64_t rows, int64_t dkp,
+__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(int64_t rows, int64_t dkp,
                                                                           const uint16_t* kq16,
                                                                           const float* row_scale,
                                                                           const uint32_t* split, int64_t cols,
@@ -131,7 +133,7 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void XOnTiles(int64_t 
 // kt16 is Kᵀ as bf16 (dkp rows of kGdrChunk tokens, zero past the chunk's n), split the three parts of decay ⊙ V'
 // (SplitPairs, kGdrChunk / 2 token pairs, zero past n). Sᵀ is scaled first and then accumulated into, as the fp32
 // GEMM starts its accumulators from c_scale·C. A row tile past dk goes through a zero-padded copy.
-__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void StateUpdateOnTiles(int64_t dk, int64_t n,
+__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void StateUpdateOnTiles(int64_t dk, int64_t n,
                                                                                     const uint16_t* kt16,
                                                                                     const uint32_t* split,
                                                                                     int64_t cols, float g_last,
@@ -183,6 +185,42 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE void StateUpdateOnTile
         }
       }
     }
+  }
+  _tile_release();
+}
+
+// The raw grams rows [0, rows) = [K; Q] Kᵀ (all kGdrChunk columns; gram rows kGdrChunk floats apart): kq16 the bf16
+// rows (dkp apart, whole 16-row tiles readable), kt16 Kᵀ in key pairs (dkp/2 rows of kGdrChunk u32: bf16 k[j][2q] |
+// k[j][2q+1] << 16, the B-operand layout as it is; columns >= n zero). Both operands are the bf16 inputs: one
+// product, no split. Rows past `rows` up to the next 16 are written too (scratch rows the masks never read).
+__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void GramsOnTiles(int64_t rows, int64_t dkp,
+                                                                              const uint16_t* kq16,
+                                                                              const uint16_t* kt16, float* gram) {
+  constexpr int64_t C = kGdrChunk;
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+  for (int64_t rb = 0; rb < rows; rb += 16) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t k = 0; k < dkp; k += 32) {
+      _tile_loadd(4, kq16 + rb * dkp + k, dkp * 2);
+      const uint16_t* b = kt16 + k / 2 * 2 * C;
+      _tile_loadd(6, b, C * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_loadd(7, b + 32, C * 4);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_loadd(6, b + 64, C * 4);
+      _tile_dpbf16ps(2, 4, 6);
+      _tile_loadd(7, b + 96, C * 4);
+      _tile_dpbf16ps(3, 4, 7);
+    }
+    _tile_stored(0, gram + rb * C, C * 4);
+    _tile_stored(1, gram + rb * C + 16, C * 4);
+    _tile_stored(2, gram + rb * C + 32, C * 4);
+    _tile_stored(3, gram + rb * C + 48, C * 4);
   }
   _tile_release();
 }

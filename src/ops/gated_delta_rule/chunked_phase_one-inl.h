@@ -22,6 +22,7 @@
 
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
+#include "ops/gated_delta_rule/chunked_amx-inl.h"
 #include "ops/gated_delta_rule/chunked_gemm-inl.h"
 #include "ops/gated_delta_rule/chunked_layout.h"
 #include "ops/gated_delta_rule/kernels.h"
@@ -178,7 +179,7 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
 #if HWY_TARGET == HWY_AVX3
 // gram rows [0, 2n) = [K; Q] Kᵀ with vdpbf16ps, columns j < (tile's last row + 1) rounded to 16 (the lower
 // triangle). The operands are the bf16 inputs themselves (the widened floats' upper halves).
-inline void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gram) {
+inline void GramsBf16(int64_t n, int64_t dkp, bool amx, const GdrPackScratch& s, float* gram) {
   const int64_t pairs = dkp / 2;
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<uint16_t, DF> du16;
@@ -197,6 +198,11 @@ inline void GramsBf16(int64_t n, int64_t dkp, const GdrPackScratch& s, float* gr
       const auto even = hn::LoadU(du, kt + 2 * q * C + j), odd = hn::LoadU(du, kt + (2 * q + 1) * C + j);
       hn::StoreU(hn::Or(hn::ShiftRight<16>(even), hn::And(odd, hn::Set(du, 0xFFFF0000u))), du, kt_pairs + q * C + j);
     }
+#if TXOPS_GDR_AMX
+  if (amx) return gdr_amx::GramsOnTiles(2 * n, dkp, s.kq16, s.kt16, gram);
+#else
+  (void)amx;
+#endif
   for (int64_t half = 0; half < 2; ++half)
     for (int64_t row = 0; row < n; row += 6) {
       const int64_t rows = n - row < 6 ? n - row : 6, vectors = (row + rows + 15) / 16;
@@ -280,7 +286,7 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
     PackKeys<TA>(cx, hk, t0, n, s);
 #if HWY_TARGET == HWY_AVX3
     if (cx.bf16_dot) {
-      GramsBf16(n, dkp, s, s.grams);
+      GramsBf16(n, dkp, cx.amx, s, s.grams);
     } else
 #endif
     {
