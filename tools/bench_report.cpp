@@ -37,10 +37,13 @@ void print_table_row(FILE* out, const CaseResult& r) {
   if (r.kind == CaseKind::kGdrDecode)
     std::fprintf(out, "    state traffic %.2f GB/s = %.1f%% of copy limit; %.3g tokens/s%s%s\n", r.state_gbps,
                  100 * r.state_ratio, r.tokens_per_s, r.check_note.empty() ? "" : "; ", r.check_note.c_str());
-  else if (r.kind == CaseKind::kGdrPrefill)
-    std::fprintf(out, "    %.3g tokens/s; fp32 FMA peak %.1f GFLOP/s, bf16 dot peak %.1f GFLOP/s%s%s\n",
-                 r.tokens_per_s, r.limit_gflops, r.bf16_dot_gflops, r.check_note.empty() ? "" : "; ",
+  else if (r.kind == CaseKind::kGdrPrefill) {
+    char amx[64] = "";
+    if (r.amx_bf16_gflops > 0) std::snprintf(amx, sizeof(amx), ", AMX bf16 peak %.0f GFLOP/s", r.amx_bf16_gflops);
+    std::fprintf(out, "    %.3g tokens/s; fp32 FMA peak %.1f GFLOP/s, bf16 dot peak %.1f GFLOP/s%s%s%s\n",
+                 r.tokens_per_s, r.limit_gflops, r.bf16_dot_gflops, amx, r.check_note.empty() ? "" : "; ",
                  r.check_note.c_str());
+  }
   if (r.slice_gbps > 0)
     std::fprintf(out, "    slice probe (%s) %.2f GB/s = %.1f%% of copy; the op: %.1f%% of the lower of the two\n",
                  r.slice_pattern.c_str(), r.slice_gbps, r.limit_gbps > 0 ? 100 * r.slice_gbps / r.limit_gbps : 0.0,
@@ -56,6 +59,8 @@ void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* c
   if (compute)
     std::fprintf(out, "; fp32 FMA (%s) %.1f GFLOP/s, bf16 dot %.1f GFLOP/s", compute->isa.c_str(),
                  compute->fma_gflops, compute->bf16_dot_gflops);
+  if (compute && compute->amx_bf16_gflops > 0)
+    std::fprintf(out, ", AMX bf16 %.0f GFLOP/s", compute->amx_bf16_gflops);
   std::fprintf(out, "; empty parallel region %.2f us\n", parallel_region_s * 1e6);
 }
 
@@ -148,7 +153,8 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
     if (counts_flops(r.kind))
       o << ", \"flops\": " << number(r.flops) << ", \"gflops\": " << number(r.gflops)
         << ", \"limit_gflops\": " << number(r.limit_gflops) << ", \"flops_ratio\": " << number(r.flops_ratio)
-        << ", \"bf16_dot_gflops\": " << number(r.bf16_dot_gflops) << ", \"tokens_per_s\": " << number(r.tokens_per_s);
+        << ", \"bf16_dot_gflops\": " << number(r.bf16_dot_gflops) << ", \"amx_bf16_gflops\": " << number(r.amx_bf16_gflops)
+        << ", \"tokens_per_s\": " << number(r.tokens_per_s);
     if (r.kind == CaseKind::kGdrDecode)
       o << ", \"state_gbps\": " << number(r.state_gbps) << ", \"state_ratio\": " << number(r.state_ratio);
     if (r.slice_gbps > 0)

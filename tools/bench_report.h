@@ -27,7 +27,8 @@ struct CaseResult {
   double copy_gbps = 0, copy_nt_gbps = 0, triad_gbps = 0;  // the same-run probes behind limit_gbps
   double parallel_region_s = 0;  // median empty parallel region on this thread count (fork/join cost)
   // gated delta rule
-  double flops = 0, state_bytes = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, tokens_per_s = 0;
+  double flops = 0, state_bytes = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, amx_bf16_gflops = 0,
+         tokens_per_s = 0;
   double state_gbps = 0, state_ratio = 0;  // decode
   // in-place row-slice ops: the same-run probe of their access pattern (probe_slice), and gbps against the lower
   // of it and limit_gbps (the ratio they are judged by)

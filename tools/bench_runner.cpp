@@ -84,6 +84,7 @@ void apply_limits(const BandwidthProbe& bw, const ComputeProbe* cp, CaseResult* 
     r->gflops = r->flops / r->time_min_s * 1e-9;
     r->limit_gflops = cp->fma_gflops;
     r->bf16_dot_gflops = cp->bf16_dot_gflops;
+    r->amx_bf16_gflops = cp->amx_bf16_gflops;
     r->flops_ratio = cp->fma_gflops > 0 ? r->gflops / cp->fma_gflops : 0;
     r->tokens_per_s = r->tokens / r->time_min_s;
   }
@@ -259,6 +260,7 @@ int run_bench(const BenchOptions& options) {
         best_cp.threads = t;
         best_cp.fma_gflops = std::max(best_cp.fma_gflops, cp.fma_gflops);
         best_cp.bf16_dot_gflops = std::max(best_cp.bf16_dot_gflops, cp.bf16_dot_gflops);
+        best_cp.amx_bf16_gflops = std::max(best_cp.amx_bf16_gflops, cp.amx_bf16_gflops);
       }
     }
   };
@@ -275,6 +277,7 @@ int run_bench(const BenchOptions& options) {
         const ComputeProbe cp = probe_compute(t, 0.03, 1);
         probes.compute[t].fma_gflops = std::max(probes.compute[t].fma_gflops, cp.fma_gflops);
         probes.compute[t].bf16_dot_gflops = std::max(probes.compute[t].bf16_dot_gflops, cp.bf16_dot_gflops);
+        probes.compute[t].amx_bf16_gflops = std::max(probes.compute[t].amx_bf16_gflops, cp.amx_bf16_gflops);
       }
     }
   };

@@ -1,7 +1,7 @@
 // probe_kernels.cpp — the inner loops of the machine-limit probes, one version per vector width, each
 // compiled for its ISA with a target attribute (the binary itself targets baseline x86-64) and chosen at run
 // time: copy with ordinary stores, copy with non-temporal stores, STREAM triad, the in-place update of a byte
-// slice of every row, independent-accumulator FMA and vdpbf16ps loops. Arrays come from Buffer (64-byte aligned)
+// slice of every row, independent-accumulator FMA, vdpbf16ps and AMX TDPBF16PS loops. Arrays come from Buffer (64-byte aligned)
 // and ranges are multiples of 16 floats except possibly the last, whose tail is copied scalar.
 #include <immintrin.h>
 
@@ -220,6 +220,41 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(long iteratio
   *sink += _mm512_reduce_add_ps(total);
   return static_cast<double>(iterations) * 16 * 16 * 4;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Four independent TDPBF16PS accumulator tiles (16 x 16 fp32, each += a 16 x 32 by 32 x 16 bf16 product).
+__attribute__((target("amx-tile,amx-bf16"))) double amx_bf16_loop(long iterations, float* sink) {
+  struct alignas(64) {
+    uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+  } cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  alignas(64) static const uint16_t ones[16 * 32] = {};
+  alignas(64) float out[16 * 16];
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  for (long it = 0; it < iterations; ++it) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  *sink += out[0];
+  return static_cast<double>(iterations) * 4 * 16 * 16 * 32 * 2;
+}
+#else
+double amx_bf16_loop(long, float*) { return 0; }
+#endif
 
 }  // namespace bench
 }  // namespace txops

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "core/amx.h"
 #include "core/parallel.h"
 #include "txops/txops.h"
 
@@ -164,6 +165,9 @@ ComputeProbe probe_compute(int threads, double seconds_per_pass, int passes) {
   if (isa == ProbeIsa::kAvx512 && cpu_has_avx512_bf16())
     r.bf16_dot_gflops = peak_gflops(threads, seconds_per_pass, passes,
                                     [](long it, float* sink) { return bf16_dot_loop(it, sink); });
+  if (isa == ProbeIsa::kAvx512 && cpu_has_avx512_bf16() && amx_bf16_usable())
+    r.amx_bf16_gflops = peak_gflops(threads, seconds_per_pass, passes,
+                                    [](long it, float* sink) { return amx_bf16_loop(it, sink); });
   return r;
 }
 

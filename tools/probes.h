@@ -1,6 +1,7 @@
 // probes.h — same-run machine limits that `txops bench` divides by: a STREAM-like memory bandwidth probe
 // (copy with ordinary stores, copy with non-temporal stores, triad) and a compute peak probe (fp32 FMA with
-// enough independent accumulators, plus the bf16 dot product vdpbf16ps where the CPU has it). Each runs on
+// enough independent accumulators, plus the bf16 dot product vdpbf16ps and AMX bf16 tiles where the CPU has
+// them). Each runs on
 // a given thread count, the same count as the op it is compared with.
 #ifndef TXOPS_TOOLS_PROBES_H_
 #define TXOPS_TOOLS_PROBES_H_
@@ -26,6 +27,7 @@ struct ComputeProbe {
   std::string isa;               // the vector width used: "avx512", "avx2" or "scalar"
   double fma_gflops = 0;         // fp32 FMA, 2 FLOPs per lane per instruction
   double bf16_dot_gflops = 0;    // vdpbf16ps, 4 FLOPs per fp32 lane per instruction; 0 when unavailable
+  double amx_bf16_gflops = 0;    // AMX TDPBF16PS, 16 x 16 x 32 x 2 FLOPs per instruction; 0 when unavailable
 };
 
 // Arrays of `array_bytes` each (pick far larger than the last-level cache); best of `passes` passes.
@@ -60,6 +62,7 @@ void slice_rmw(char* base, size_t row_bytes, size_t lo, size_t hi, size_t row_be
 // elimination.
 double fma_loop(long iterations, ProbeIsa isa, float* sink);
 double bf16_dot_loop(long iterations, float* sink);  // requires AVX512_BF16
+double amx_bf16_loop(long iterations, float* sink);  // requires AMX-BF16 granted (core/amx.h)
 
 }  // namespace bench
 }  // namespace txops
