@@ -1,8 +1,7 @@
 // probes.h — same-run machine limits that `txops bench` divides by: a STREAM-like memory bandwidth probe
 // (copy with ordinary stores, copy with non-temporal stores, triad) and a compute peak probe (fp32 FMA with
 // enough independent accumulators, plus the bf16 dot product vdpbf16ps and AMX bf16 tiles where the CPU has
-// them). Each runs on
-// a given thread count, the same count as the op it is compared with.
+// them). Each runs on a given thread count, the same count as the op it is compared with.
 #ifndef TXOPS_TOOLS_PROBES_H_
 #define TXOPS_TOOLS_PROBES_H_
 
