@@ -11,7 +11,7 @@
 // prefetched into L2: positions are arbitrary, so no hardware prefetcher finds those rows (random-position mrope
 // prefill 2.80 -> 2.29 ms). Each head's row of the next token is prefetched into L1 while the head is rotated: without
 // it one Xeon core kept too few lines in flight behind the bf16 arithmetic, and memory time and compute time added up
-// (8192-token prefill 13.8 -> 8.2-8.6 ms, README.md, session 22).
+// (8192-token bf16 prefill, 1 thread: 13.8 -> 8.2-9.1 ms; README.md, session 22).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/rope/kernels_cache.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
