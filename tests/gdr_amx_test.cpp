@@ -25,17 +25,6 @@ struct AmxSwitch {  // restores the default (allowed) on exit
   ~AmxSwitch() { txops::set_amx_allowed(true); }
 };
 
-std::string verbose_run(PrefillProblem& problem) {
-  const bool was_verbose = txops::verbose();
-  txops::set_verbose(true);
-  ::testing::internal::CaptureStderr();
-  const txops::Status st = problem.run();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  txops::set_verbose(was_verbose);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return log;
-}
-
 double state_rel_rms(const PrefillProblem& p, const std::vector<uint8_t>& other) {
   if (p.config.state != DType::kF32) return 0;
   const float* a = reinterpret_cast<const float*>(p.final_state.bytes.data());
@@ -85,7 +74,7 @@ TEST(GdrAmx, TilesMatchTheOracleAndTheFp32PathDoesToo) {
     std::vector<uint8_t> out_amx, state_amx;
     {
       AmxSwitch on(true);
-      const std::string log = verbose_run(problem);
+      const std::string log = verbose_log(problem);
       EXPECT_NE(log.find("x=amx"), std::string::npos) << log;
       EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "AMX out", nullptr));
       EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "AMX state", nullptr));
@@ -93,7 +82,7 @@ TEST(GdrAmx, TilesMatchTheOracleAndTheFp32PathDoesToo) {
       state_amx = problem.final_state.bytes;
     }
     AmxSwitch off(false);
-    const std::string log = verbose_run(problem);
+    const std::string log = verbose_log(problem);
     EXPECT_EQ(log.find("x=amx"), std::string::npos) << log;
     EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "fp32 out", nullptr));
     EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "fp32 state", nullptr));
@@ -114,21 +103,7 @@ TEST(GdrAmx, BitIdenticalForOneToFourThreadsAndEitherMode) {
   for (const PrefillConfig& config : amx_configs()) {
     SCOPED_TRACE(config.describe());
     PrefillProblem problem(config);
-    std::vector<uint8_t> out_items, state_items;
-    {
-      ScopedEnv split("TXOPS_GDR_SPLIT", "items");
-      ScopedThreads threads(1);
-      ASSERT_TRUE(problem.run().ok());
-      out_items = problem.out.bytes;
-      state_items = problem.final_state.bytes;
-    }
-    ScopedEnv split("TXOPS_GDR_SPLIT", "chunks");
-    for (int n : {1, 2, 3, 4}) {
-      ScopedThreads threads(n);
-      ASSERT_TRUE(problem.run().ok());
-      EXPECT_TRUE(problem.out.bytes == out_items) << "out differs, chunk mode on " << n << " threads";
-      EXPECT_TRUE(problem.final_state.bytes == state_items) << "state differs, chunk mode on " << n << " threads";
-    }
+    expect_chunk_mode_bit_identical_to_items_mode(problem);
   }
 }
 

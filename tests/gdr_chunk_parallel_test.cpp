@@ -70,25 +70,7 @@ TEST_P(GdrChunkParallelOnIsa, ChunkModeBitIdenticalToItemsMode) {
     PrefillProblem problem(config);
     PrefillKernelScope kernel("chunked");
     SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()));
-    std::vector<uint8_t> out_items, state_items;
-    {
-      ScopedEnv split("TXOPS_GDR_SPLIT", "items");
-      ScopedThreads threads(1);
-      ASSERT_TRUE(problem.run().ok());
-      out_items = problem.out.bytes;
-      state_items = problem.final_state.bytes;
-    }
-    ScopedEnv split("TXOPS_GDR_SPLIT", "chunks");
-    for (int n : {1, 2, 3, 4}) {
-      ScopedThreads threads(n);
-      std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
-      std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
-      ASSERT_TRUE(problem.run().ok());
-      EXPECT_TRUE(ran_on_threads(n));  // chunk mode takes every thread it is given
-      EXPECT_TRUE(problem.out.bytes == out_items) << "out differs, chunk mode on " << n << " threads";
-      EXPECT_TRUE(problem.final_state.bytes == state_items) << "finalState differs, chunk mode on " << n
-                                                            << " threads";
-    }
+    expect_chunk_mode_bit_identical_to_items_mode(problem);
   }
 }
 
@@ -101,17 +83,6 @@ TEST_P(GdrChunkParallelOnIsa, AutoModeBitIdenticalForOneToFourThreads) {
     SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()));
     expect_bit_identical_across_threads(problem);
   }
-}
-
-std::string verbose_log(PrefillProblem& problem) {
-  const bool was_verbose = txops::verbose();
-  txops::set_verbose(true);
-  ::testing::internal::CaptureStderr();
-  const txops::Status st = problem.run();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  txops::set_verbose(was_verbose);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return log;
 }
 
 // Few items (one sequence, one head) spread over the threads by chunks; many equal items stay in items mode;

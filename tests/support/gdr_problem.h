@@ -142,6 +142,10 @@ class PrefillKernelScope : public ScopedEnv {
 // Runs `problem` with 1, 2, 3 and 4 threads (outputs pre-filled with 0xCD each time) and expects out and
 // finalState to be bit-identical to the 1-thread run, each multi-thread run on a partition of more than one thread.
 void expect_bit_identical_across_threads(PrefillProblem& problem);
+// Runs the problem with TXOPS_VERBOSE on and returns what it logged (the plan's kernel, mode, AMX tag).
+std::string verbose_log(PrefillProblem& problem);
+// Chunk mode (TXOPS_GDR_SPLIT=chunks) on 1-4 threads gives items mode's bits on one thread, and takes every thread.
+void expect_chunk_mode_bit_identical_to_items_mode(PrefillProblem& problem);
 
 }  // namespace gdrtest
 
