@@ -1,13 +1,14 @@
-// chunked_amx-inl.h — the chunked prefill's X = [K; Q] Sᵀ on Intel AMX tiles (AVX3 target, CPUs with AMX-BF16;
-// GdrPlan::amx). Why: on such a CPU one core's TDPBF16PS runs ~3 TFLOP/s against ~0.23 for fp32 AVX-512 FMAs, and
-// X is half the kernel's FLOPs. How it stays an fp32 product: with bf16 activations K and Q are exact bf16, and
-// the fp32 state splits exactly into three bf16 parts, Sᵀ = hi + mid + lo (each the truncated remainder of the
-// last: 8 + 8 + 8 significant bits), so every product is exact and AMX accumulates in fp32 with one rounding per
-// addition, as an fp32 GEMM does. X's rows are then scaled (β⊙e^G for K, e^G·scale for Q), where the fp32 path
-// scales the rows of K and Q before the product: the same quantity, rounded differently (a different ISA path may
-// give different bits; a thread count or a column block never does: every element sums over the depth in one
-// fixed order, 32 keys at a time, hi then mid then lo). AMX treats bf16 denormals as zero and flushes denormal
-// results, so parts below ~1e-38 drop out (states that small contribute nothing an fp32 output can show).
+// chunked_amx-inl.h — the chunked prefill's products on Intel AMX tiles (AVX3 target, CPUs with AMX-BF16;
+// GdrPlan::amx): X = [K; Q] Sᵀ, the state update Kᵀ (decay ⊙ V') and the raw grams [K; Q] Kᵀ. Why: on such a CPU one
+// core's TDPBF16PS runs ~3.4 TFLOP/s against ~0.23 for fp32 AVX-512 FMAs, and these are ~80 % of the kernel's FLOPs.
+// How the products stay fp32 products: with bf16 activations K and Q are exact bf16, and an fp32 operand (the state,
+// decay ⊙ V') splits exactly into three bf16 parts, hi + mid + lo (each the truncated remainder of the last: 8 + 8 +
+// 8 significant bits), so every product is exact and AMX accumulates in fp32 with one rounding per addition, as an
+// fp32 GEMM does. X's rows are scaled afterwards (β⊙e^G for K, e^G·scale for Q) where the fp32 path scales K and Q
+// before the product, and decay multiplies V' where the fp32 path folds it into Kᵀ: the same quantities, rounded
+// differently (a different ISA path may give different bits; a thread count or a column block never does: every
+// element sums over the depth in one fixed order, 32 at a time, hi then mid then lo). AMX treats bf16 denormals as
+// zero and flushes denormal results, so parts below ~1e-38 drop out (nothing an fp32 output can show).
 //
 // Include after <hwy/highway.h> in a foreach_target translation unit; callers test TXOPS_GDR_AMX (below).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

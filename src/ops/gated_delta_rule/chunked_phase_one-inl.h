@@ -45,7 +45,8 @@ struct ChunkContext {
   int64_t dkp = 0, dvp = 0;  // Dk, Dv rounded up to 16
   int64_t ld = 0;            // the row stride of a staged state (gdr_state_row_stride(dvp) in the forward)
   bool bf16_dot = false;     // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
-  bool amx = false;          // X on AMX tiles (GdrPlan::amx; implies bf16_dot): the record keeps [K; Q] as bf16
+  bool amx = false;          // the AMX path (GdrPlan::amx; implies bf16_dot): grams, X and the state update on tiles;
+                             // the record keeps [K; Q] and Kᵀ as bf16 and the rows' scales
 };
 
 template <class T>
