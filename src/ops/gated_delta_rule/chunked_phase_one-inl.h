@@ -149,7 +149,7 @@ HWY_INLINE void ExpOfCumulative(const double* cum, int64_t n, double x0, double 
 }
 
 // Packs tokens [t0, t0 + n) of value head h (its key head's rows already in s.kq): G, e^G, β (scratch), the scaled
-// rows, β⊙V and the decays (record).
+// rows (the AMX path: the rows' scales), β⊙V and the decays (record).
 template <class TA>
 void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const GdrPackScratch& s,
                const GdrChunkRecord& r) {
@@ -169,6 +169,11 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   ExpOfCumulative(s.cum + n - 1, 1, 0.0, 1.0, r.decay + C);     // e^{G_last}
   for (int64_t i = 0; i < n; ++i) {
     LoadRow(Element<TA>(p.value, t0 + i, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
+    if (cx.amx) {  // the AMX path scales X's rows instead of K's and Q's (chunked_amx-inl.h)
+      r.row_scale[i] = s.beta[i] * s.gamma[i];
+      r.row_scale[n + i] = s.gamma[i] * p.scale;
+      continue;
+    }
     const VF kscale = hn::Set(df, s.beta[i] * s.gamma[i]), qscale = hn::Set(df, s.gamma[i] * p.scale);
     for (int64_t j = 0; j < dkp; j += N) {
       hn::StoreU(hn::Mul(hn::LoadU(df, s.kq + i * dkp + j), kscale), df, r.scaled + i * dkp + j);
@@ -298,12 +303,8 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
     s.key_t0 = t0;
   }
   PackChunk<TA>(cx, h, t0, n, s, r);
-  if (cx.amx) {  // the AMX path's X operands: the bf16 rows (GramsBf16 made them) and the row scales
+  if (cx.amx) {  // the AMX path's operands: [K; Q] (GramsBf16 made them) and Kᵀ as bf16
     std::memcpy(r.kq16, s.kq16, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
-    for (int64_t i = 0; i < n; ++i) {
-      r.row_scale[i] = s.beta[i] * s.gamma[i];
-      r.row_scale[n + i] = s.gamma[i] * cx.p->scale;
-    }
     const hn::RebindToUnsigned<DF> du;  // Kᵀ's floats are bf16 values: keep their upper halves
     const hn::Rebind<uint16_t, DF> du16;
     const hn::RebindToSigned<DF> di;
@@ -314,6 +315,7 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
     }
   }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);
+  if (cx.amx) return;  // its state update multiplies V' by the decays instead
   // The state update's decays e^{G_last - G_j} go into the columns of Kᵀ, so the state pass multiplies Kᵀ by V'.
   for (int64_t c = 0; c < dk; ++c)
     for (int64_t j = 0; j < C; j += N)
