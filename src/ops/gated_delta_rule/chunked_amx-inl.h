@@ -28,6 +28,7 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -133,56 +134,76 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(i
 // The state update Sᵀ ← g_last·Sᵀ + Kᵀ (decay ⊙ V') on columns [0, cols) of st (rows [0, dk), ld floats apart):
 // kt16 is Kᵀ as bf16 (dkp rows of kGdrChunk tokens, zero past the chunk's n), split the three parts of decay ⊙ V'
 // (SplitPairs, kGdrChunk / 2 token pairs, zero past n). Sᵀ is scaled first and then accumulated into, as the fp32
-// GEMM starts its accumulators from c_scale·C. A row tile past dk goes through a zero-padded copy.
+// GEMM starts its accumulators from c_scale·C. Blocks of 32 x 32 (tiles 0-3); a row tile that reaches past dk goes
+// through a zero-padded copy.
 __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void StateUpdateOnTiles(int64_t dk, int64_t n,
-                                                                                    const uint16_t* kt16,
-                                                                                    const uint32_t* split,
-                                                                                    int64_t cols, float g_last,
-                                                                                    float* st, int64_t ld) {
+                                                                                           const uint16_t* kt16,
+                                                                                           const uint32_t* split,
+                                                                                           int64_t cols, float g_last,
+                                                                                           float* st, int64_t ld) {
   constexpr int64_t C = kGdrChunk, pairs = C / 2;
   const __m512 gl = _mm512_set1_ps(g_last);
   for (int64_t k = 0; k < dk; ++k)
-    for (int64_t c = 0; c < cols; c += 16) _mm512_storeu_ps(st + k * ld + c, _mm512_mul_ps(gl, _mm512_loadu_ps(st + k * ld + c)));
+    for (int64_t c = 0; c < cols; c += 16)
+      _mm512_storeu_ps(st + k * ld + c, _mm512_mul_ps(gl, _mm512_loadu_ps(st + k * ld + c)));
   TileConfig cfg;
   for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
   _tile_loadconfig(&cfg);
-  alignas(64) float bounce[2][16 * 16];
+  alignas(64) float bounce[2][16 * 16];  // the partial row tile's two column tiles
   const int64_t part = pairs * cols, steps = (n + 31) / 32, b_stride = cols * 4;
   for (int64_t cb = 0; cb < cols; cb += 32) {
     const bool two_cols = cb + 32 <= cols;
-    for (int64_t rb = 0; rb < dk; rb += 16) {
-      const bool full = rb + 16 <= dk;
-      float* c0 = st + rb * ld + cb;
-      if (!full) {
+    for (int64_t rb = 0; rb < dk; rb += 32) {
+      const bool two_rows = rb + 16 < dk;
+      // The row tile that reaches past dk (at most one per block, the last): its rows through the bounce copy.
+      const int64_t last = two_rows ? rb + 16 : rb, last_rows = std::min<int64_t>(16, dk - last);
+      float* edge = st + last * ld + cb;
+      if (last_rows < 16) {
         std::memset(bounce, 0, sizeof(bounce));
-        for (int64_t r = 0; r < dk - rb; ++r) {
-          std::memcpy(bounce[0] + r * 16, c0 + r * ld, 64);
-          if (two_cols) std::memcpy(bounce[1] + r * 16, c0 + r * ld + 16, 64);
+        for (int64_t r = 0; r < last_rows; ++r) {
+          std::memcpy(bounce[0] + r * 16, edge + r * ld, 64);
+          if (two_cols) std::memcpy(bounce[1] + r * 16, edge + r * ld + 16, 64);
         }
       }
-      float* t0 = full ? c0 : bounce[0];
-      float* t1 = full ? c0 + 16 : bounce[1];
-      const int64_t c_stride = full ? ld * 4 : 64;
-      _tile_loadd(0, t0, c_stride);
-      if (two_cols) _tile_loadd(1, t1, c_stride);
+      const bool bounce_last = last_rows < 16;
+      float* top = st + rb * ld + cb;  // the first row tile (it is the last one when !two_rows)
+      float* t0 = !two_rows && bounce_last ? bounce[0] : top;
+      float* t1 = !two_rows && bounce_last ? bounce[1] : top + 16;
+      const int64_t s0 = !two_rows && bounce_last ? 64 : ld * 4;
+      float* u0 = bounce_last ? bounce[0] : edge;
+      float* u1 = bounce_last ? bounce[1] : edge + 16;
+      const int64_t s1 = bounce_last ? 64 : ld * 4;
+      _tile_loadd(0, t0, s0);
+      if (two_cols) _tile_loadd(1, t1, s0);
+      if (two_rows) {
+        _tile_loadd(2, u0, s1);
+        if (two_cols) _tile_loadd(3, u1, s1);
+      }
       for (int64_t kk = 0; kk < steps; ++kk) {
         _tile_loadd(4, kt16 + rb * C + kk * 32, C * 2);
+        if (two_rows) _tile_loadd(5, kt16 + (rb + 16) * C + kk * 32, C * 2);
         for (int s = 0; s < 3; ++s) {
           const uint32_t* b = split + s * part + kk * 16 * cols + cb;
           _tile_loadd(6, b, b_stride);
           _tile_dpbf16ps(0, 4, 6);
+          if (two_rows) _tile_dpbf16ps(2, 5, 6);
           if (two_cols) {
             _tile_loadd(7, b + 16, b_stride);
             _tile_dpbf16ps(1, 4, 7);
+            if (two_rows) _tile_dpbf16ps(3, 5, 7);
           }
         }
       }
-      _tile_stored(0, t0, c_stride);
-      if (two_cols) _tile_stored(1, t1, c_stride);
-      if (!full) {
-        for (int64_t r = 0; r < dk - rb; ++r) {
-          std::memcpy(c0 + r * ld, bounce[0] + r * 16, 64);
-          if (two_cols) std::memcpy(c0 + r * ld + 16, bounce[1] + r * 16, 64);
+      _tile_stored(0, t0, s0);
+      if (two_cols) _tile_stored(1, t1, s0);
+      if (two_rows) {
+        _tile_stored(2, u0, s1);
+        if (two_cols) _tile_stored(3, u1, s1);
+      }
+      if (bounce_last) {
+        for (int64_t r = 0; r < last_rows; ++r) {
+          std::memcpy(edge + r * ld, bounce[0] + r * 16, 64);
+          if (two_cols) std::memcpy(edge + r * ld + 16, bounce[1] + r * 16, 64);
         }
       }
     }
