@@ -230,17 +230,17 @@ __attribute__((target("amx-tile,amx-bf16"))) double amx_bf16_loop(long iteration
     uint8_t rows[16] = {};
   } cfg;
   for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  alignas(64) static const uint16_t ones[16 * 32] = {};
+  alignas(64) static const uint16_t operand[16 * 32] = {};  // zeros: the timing does not depend on the values
   alignas(64) float out[16 * 16];
   _tile_loadconfig(&cfg);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  _tile_loadd(4, ones, 64);
-  _tile_loadd(5, ones, 64);
-  _tile_loadd(6, ones, 64);
-  _tile_loadd(7, ones, 64);
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
   for (long it = 0; it < iterations; ++it) {
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
