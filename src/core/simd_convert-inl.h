@@ -265,6 +265,11 @@ HWY_INLINE __m512i ConvertTwoToBF16(hn::Vec<hn::ScalableTag<float>> hi, hn::Vec<
   asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(hi.raw), "v"(lo.raw));
   return r;
 }
+// Two block-order vectors (LoadBF16Blocks: lanes [8b, 8b + 4) of 32 elements in lo, [8b + 4, 8b + 8) in hi)
+// converted and put back in element order: one vpermq interleaves lo's and hi's 4-element runs.
+HWY_INLINE __m512i ConvertBlocksToBF16(hn::Vec<hn::ScalableTag<float>> lo, hn::Vec<hn::ScalableTag<float>> hi) {
+  return _mm512_permutexvar_epi64(_mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0), ConvertTwoToBF16(hi, lo));
+}
 // even / odd channels (pair vectors, above) converted and merged: u16 lane 2j = bf16(even_j), 2j + 1 = bf16(odd_j).
 HWY_INLINE __m512i ConvertPairsToBF16(hn::Vec<hn::ScalableTag<float>> even, hn::Vec<hn::ScalableTag<float>> odd) {
   const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,

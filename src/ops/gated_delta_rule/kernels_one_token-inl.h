@@ -187,11 +187,11 @@ HWY_NOINLINE void OneTokenRows(const TokenPack& tp, const TS* s_in, int64_t in_s
 // A bf16 pool on AVX-512 in block order (core/simd_convert-inl.h, LoadBF16Blocks): a row's 32 elements widen
 // with two unpacks (not two zero-extensions and two shifts) into vectors holding the low and the high four of every
 // eight, so k, q and the decay are put into the same order once per token. Back to bf16: with AVX512_BF16 (kInsn)
-// one vcvtne2ps2bf16 and one vpermw per 32 elements (round to nearest even; results below 2^-126 in magnitude
+// one vcvtne2ps2bf16 and one vpermq per 32 elements (round to nearest even; results below 2^-126 in magnitude
 // flush to ±0, the only difference from the portable rounding); without it the portable rounding and one in-block
 // pack (PackBF16Blocks, no permutation). In L3 (B=8, pool=32, 1 thread) 0.565 -> 0.535 ms against the
 // vcvtneps2bf16 row pairs, 0.917 -> 0.771 ms without AVX512_BF16 (README.md, session 20). The conversion is
-// core's ConvertTwoToBF16 (inline asm), so kInsn = false instantiations contain no AVX512_BF16 instruction. The
+// core's ConvertBlocksToBF16 (inline asm), so kInsn = false instantiations contain no AVX512_BF16 instruction. The
 // sums run in another order than OneTokenRows', so the bits may differ from it in the last place.
 template <int NV, bool kVectorDecay, bool kInsn>
 HWY_NOINLINE void OneTokenRowsBlocks(const TokenPack& tp, const hwy::bfloat16_t* s_in, int64_t in_stride,
@@ -221,15 +221,10 @@ HWY_NOINLINE void OneTokenRowsBlocks(const TokenPack& tp, const hwy::bfloat16_t*
   const auto load = [&](const hwy::bfloat16_t* row, VF (&sv)[NV]) {
     for (int j = 0; j < NV; j += 2) LoadBF16Blocks(df, row + j * N, &sv[j], &sv[j + 1]);
   };
-  // vpermw indices: output element 8b + i (i < 4) is lane 4b + i of the low vector (word 4b + i of the pair's
-  // conversion), 8b + 4 + i lane 4b + i of the high one (word 16 + 4b + i).
-  alignas(64) static const uint16_t kOrder[32] = {0,  1,  2,  3,  16, 17, 18, 19, 4,  5,  6,  7,  20, 21, 22, 23,
-                                                 8,  9,  10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31};
-  const __m512i order = _mm512_load_si512(kOrder);
   const auto store = [&](VF (&sv)[NV], hwy::bfloat16_t* row) __attribute__((always_inline)) {
     for (int j = 0; j < NV; j += 2) {
       if (kInsn) {
-        _mm512_storeu_si512(row + j * N, _mm512_permutexvar_epi16(order, ConvertTwoToBF16(sv[j + 1], sv[j])));
+        _mm512_storeu_si512(row + j * N, ConvertBlocksToBF16(sv[j], sv[j + 1]));
       } else {
         hn::StoreU(PackBF16Blocks(df, sv[j], sv[j + 1]), d16, reinterpret_cast<uint16_t*>(row + j * N));
       }

@@ -318,8 +318,7 @@ HWY_INLINE void StorePairsOfBF16Operands(VF even, VF odd, BF* p, bool stream) {
 HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> PackBlocksOfBF16Operands(DF df, VF lo, VF hi) {
 #if TXOPS_ROPE_BF16CVT
   if (kBf16Cvt && !AnyDenormal(lo, hi)) {
-    return hn::Vec<hn::Repartition<uint16_t, DF>>{
-        _mm512_permutexvar_epi64(_mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0), txops::HWY_NAMESPACE::ConvertTwoToBF16(hi, lo))};
+    return hn::Vec<hn::Repartition<uint16_t, DF>>{txops::HWY_NAMESPACE::ConvertBlocksToBF16(lo, hi)};
   }
 #endif
   return txops::HWY_NAMESPACE::PackBF16BlocksOfBF16Operands(df, lo, hi);
