@@ -78,6 +78,31 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
+// Every tile function here uses the same shapes: the eight tiles of 16 rows x 64 bytes (16 fp32 or 32 bf16).
+__attribute__((target("amx-tile"))) HWY_INLINE void LoadTileConfig() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+}
+
+// Accumulates A (tile 4, and tile 5 when two_rows) times the three split parts of one 16-pair step, the first part
+// at b and the next ones `part` further (rows b_stride bytes apart), into the 32 x 32 block of tiles 0-3 (1 and 3
+// only when two_cols): each element adds hi, then mid, then lo, which fixes the order of its additions.
+__attribute__((target("amx-tile,amx-bf16"))) HWY_INLINE void AccumulateParts(const uint32_t* b, int64_t part,
+                                                                               int64_t b_stride, bool two_rows,
+                                                                               bool two_cols) {
+  for (int s = 0; s < 3; ++s, b += part) {
+    _tile_loadd(6, b, b_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    if (two_rows) _tile_dpbf16ps(2, 5, 6);
+    if (two_cols) {
+      _tile_loadd(7, b + 16, b_stride);
+      _tile_dpbf16ps(1, 4, 7);
+      if (two_rows) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+}
+
 // X rows [0, rows) x columns [0, cols) (x, rows ldx floats apart) = row_scale[i] · Σ_k kq16[i][k] · Sᵀ[k][c],
 // Sᵀ given as SplitPairs' three parts. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
 // rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols are multiples of 32 and 16.
@@ -87,9 +112,7 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(i
                                                                           const float* row_scale,
                                                                           const uint32_t* split, int64_t cols,
                                                                           float* x, int64_t ldx) {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  _tile_loadconfig(&cfg);
+  LoadTileConfig();
   alignas(64) float block[4][16 * 16];
   const int64_t part = dkp / 2 * cols, a_stride = dkp * 2, b_stride = cols * 4;
   for (int64_t cb = 0; cb < cols; cb += 32) {
@@ -103,17 +126,7 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(i
       for (int64_t k = 0; k < dkp; k += 32) {
         _tile_loadd(4, kq16 + rb * dkp + k, a_stride);
         _tile_loadd(5, kq16 + (rb + 16) * dkp + k, a_stride);
-        for (int s = 0; s < 3; ++s) {
-          const uint32_t* b = split + s * part + k / 2 * cols + cb;
-          _tile_loadd(6, b, b_stride);
-          _tile_dpbf16ps(0, 4, 6);
-          if (two_rows) _tile_dpbf16ps(2, 5, 6);
-          if (two_cols) {
-            _tile_loadd(7, b + 16, b_stride);
-            _tile_dpbf16ps(1, 4, 7);
-            if (two_rows) _tile_dpbf16ps(3, 5, 7);
-          }
-        }
+        AccumulateParts(split + k / 2 * cols + cb, part, b_stride, two_rows, two_cols);
       }
       _tile_stored(0, block[0], 64);
       _tile_stored(1, block[1], 64);
@@ -146,9 +159,7 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void StateUpdat
   for (int64_t k = 0; k < dk; ++k)
     for (int64_t c = 0; c < cols; c += 16)
       _mm512_storeu_ps(st + k * ld + c, _mm512_mul_ps(gl, _mm512_loadu_ps(st + k * ld + c)));
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  _tile_loadconfig(&cfg);
+  LoadTileConfig();
   alignas(64) float bounce[2][16 * 16];  // the partial row tile's two column tiles
   const int64_t part = pairs * cols, steps = (n + 31) / 32, b_stride = cols * 4;
   for (int64_t cb = 0; cb < cols; cb += 32) {
@@ -182,17 +193,7 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void StateUpdat
       for (int64_t kk = 0; kk < steps; ++kk) {
         _tile_loadd(4, kt16 + rb * C + kk * 32, C * 2);
         if (two_rows) _tile_loadd(5, kt16 + (rb + 16) * C + kk * 32, C * 2);
-        for (int s = 0; s < 3; ++s) {
-          const uint32_t* b = split + s * part + kk * 16 * cols + cb;
-          _tile_loadd(6, b, b_stride);
-          _tile_dpbf16ps(0, 4, 6);
-          if (two_rows) _tile_dpbf16ps(2, 5, 6);
-          if (two_cols) {
-            _tile_loadd(7, b + 16, b_stride);
-            _tile_dpbf16ps(1, 4, 7);
-            if (two_rows) _tile_dpbf16ps(3, 5, 7);
-          }
-        }
+        AccumulateParts(split + kk * 16 * cols + cb, part, b_stride, two_rows, two_cols);
       }
       _tile_stored(0, t0, s0);
       if (two_cols) _tile_stored(1, t1, s0);
@@ -219,9 +220,7 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void GramsOnTil
                                                                               const uint16_t* kq16,
                                                                               const uint16_t* kt16, float* gram) {
   constexpr int64_t C = kGdrChunk;
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  _tile_loadconfig(&cfg);
+  LoadTileConfig();
   for (int64_t rb = 0; rb < rows; rb += 16) {
     _tile_zero(0);
     _tile_zero(1);
