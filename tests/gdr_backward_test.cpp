@@ -10,6 +10,7 @@
 //   - padded, offset and broadcast (stride-0) views: nothing outside an output view is written;
 //   - the forward's snapshots handed to the backward (forward_checkpoints; aclnnChunkGatedDeltaRuleGradEx): the
 //     reference's gradients, the recomputing backward's bits where the arithmetic is the same;
+//   - the AMX path (CPUs with AMX-BF16) beside the fp32 path: the reference, its bits for 1–4 threads;
 //   - the aclnn two-phase path (same bytes as the C++ API, a short workspace refused) and the validation rules.
 #include <gtest/gtest.h>
 
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "aclnnop/aclnn_chunk_gated_delta_rule_grad.h"
+#include "core/amx.h"
+#include "core/verbose.h"
 #include "ops/gated_delta_rule/reference.h"
 #include "ops/gated_delta_rule/reference_backward.h"
 #include "support/gdr_calls.h"
@@ -516,6 +519,71 @@ TEST_P(GdrBackwardOnIsa, PaddedAndBroadcastViews) {
 }
 
 // ---- options -----------------------------------------------------------------------------------------------
+// ---- the AMX path (src/ops/gated_delta_rule/backward_amx-inl.h) ----------------------------------------------
+// On a CPU and OS with AMX-BF16 the bf16 cases above whose Dk and Dv, rounded up to 16, are multiples of 32 run it
+// already. Here, beside the fp32 path on the same problems (keys and values padded inside the 32-wide tiles,
+// partial chunks and tiles, GQA, both state dtypes, no g, a scale that is not 1/√Dk, the forward's snapshots):
+// both match the reference, the AMX path really ran (the log's tag, bits unlike the fp32 path's), and its bits do
+// not depend on the thread count. Skipped, by name, elsewhere.
+struct AmxSwitch {  // restores the default (allowed) on exit
+  explicit AmxSwitch(bool on) { txops::set_amx_allowed(on); }
+  ~AmxSwitch() { txops::set_amx_allowed(true); }
+};
+
+std::string grad_verbose_log(GradProblem& p) {
+  const bool was_verbose = txops::verbose();
+  txops::set_verbose(true);
+  ::testing::internal::CaptureStderr();
+  const Status st = p.run();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  txops::set_verbose(was_verbose);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return log;
+}
+
+TEST(GdrBackwardAmx, TilesMatchTheReferenceBesideTheFp32PathForAnyThreadCount) {
+  if (!txops::amx_bf16_usable()) GTEST_SKIP() << "no AMX-BF16 on this CPU or OS: the AMX path cannot run here";
+  if (!txops::cpu_has_avx512_bf16()) GTEST_SKIP() << "the AMX path rides on the AVX-512 BF16 kernels";
+  struct Case { std::vector<int32_t> lengths; int64_t nk, nv, dk, dv; DType state; bool with_g; float scale; bool snapshots; };
+  const Case cases[] = {{{70}, 1, 1, 128, 128, DType::kF32, true, 0.0f, false},
+                        {{65, 0, 130}, 1, 2, 24, 120, DType::kBF16, true, 0.0f, false},
+                        {{1, 63, 64, 197}, 1, 4, 64, 32, DType::kF32, false, 1.7f, true},
+                        {{129, 20}, 2, 4, 32, 64, DType::kBF16, true, 0.0f, true}};
+  int differing = 0;
+  for (const Case& k : cases) {
+    PrefillConfig c = config(k.lengths, k.nk, k.nv, k.dk, k.dv);
+    c.act = DType::kBF16, c.state = k.state, c.with_g = k.with_g, c.scale = k.scale;
+    SCOPED_TRACE(c.describe() + (k.snapshots ? " with the forward's snapshots" : ""));
+    GradProblem p(c);
+    if (k.snapshots) p.record_forward();
+    const GdrGradients ref = p.reference();
+    std::vector<std::vector<uint8_t>> amx;
+    {
+      AmxSwitch on(true);
+      for (int threads : {1, 2, 3, 4}) {
+        ScopedThreads scope(threads);
+        p.poison_outputs();
+        if (threads > 1) {
+          ASSERT_TRUE(p.run().ok());
+          EXPECT_TRUE(p.output_bytes() == amx) << "AMX gradients differ with " << threads << " threads";
+          continue;
+        }
+        const std::string log = grad_verbose_log(p);
+        EXPECT_NE(log.find("x=amx"), std::string::npos) << log;
+        p.expect_matches(ref, "amx");
+        amx = p.output_bytes();
+      }
+    }
+    AmxSwitch off(false);
+    p.poison_outputs();
+    const std::string log = grad_verbose_log(p);
+    EXPECT_EQ(log.find("x=amx"), std::string::npos) << log;
+    p.expect_matches(ref, "fp32 path");
+    differing += p.output_bytes() != amx;
+  }
+  EXPECT_GT(differing, 0) << "the AMX path gave the fp32 path's bits on every problem: did it run?";
+}
+
 TEST(GdrBackward, GradInitialStateInPlaceOnGradFinalState) {
   PrefillConfig c = config({70, 0, 9}, 1, 2, 12, 8);
   GradProblem p(c);

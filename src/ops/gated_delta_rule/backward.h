@@ -4,6 +4,7 @@
 #ifndef TXOPS_OPS_GATED_DELTA_RULE_BACKWARD_H_
 #define TXOPS_OPS_GATED_DELTA_RULE_BACKWARD_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -71,6 +72,8 @@ struct GdrGradPlan {
   int64_t max_chunks = 0;           // chunks of the longest sequence
   int64_t kept_chunks = 0;          // chunks whose S and U the scratch keeps: max_chunks, or 1 with the checkpoints
   int64_t scratch_floats = 0;       // per thread (one area per part)
+  bool amx = false;                 // the products with a bf16 operand on AMX tiles (bf16 activations, Dk and Dv
+                                    // rounded to 16 multiples of 32, a CPU and OS with AMX-BF16; README "AMX path")
 };
 
 // One thread's scratch (C = kGdrChunk, G = value heads per key head, dkp / dvp = Dk / Dv rounded up to 16). The
@@ -100,6 +103,13 @@ struct GdrGradScratch {
   float* dbeta = nullptr;       // C
   float* dgate = nullptr;       // C: ∂L/∂G (G = cumsum of g in the chunk), then dg
   float* colsum = nullptr;      // C
+  // The AMX path's bf16 operands (the fp32 ones are split into s.pass.split, one product at a time):
+  uint16_t* qt16 = nullptr;     // dkp x C: Qᵀ (columns >= n zero), the D update's second product
+  uint16_t* dout16 = nullptr;   // C x dvp: dO rows
+  uint32_t* k_pairs = nullptr;  // C/2 x dkp: K's token pairs (the right operand of a product over tokens)
+  uint32_t* q_pairs = nullptr;  // C/2 x dkp: Q's
+  uint32_t* dout_pairs = nullptr;  // C/2 x dvp: dO's
+  uint16_t* a_split = nullptr;  // 3 x C x max(dvp, C): a left operand's three parts
 };
 
 inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, int64_t dk, int64_t dkp, int64_t dvp,
@@ -135,6 +145,12 @@ inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, i
   s->dbeta = c.take(C);
   s->dgate = c.take(C);
   s->colsum = c.take(C);
+  s->qt16 = reinterpret_cast<uint16_t*>(c.take(dkp * C / 2));
+  s->dout16 = reinterpret_cast<uint16_t*>(c.take(C * dvp / 2));
+  s->k_pairs = reinterpret_cast<uint32_t*>(c.take(C / 2 * dkp));
+  s->q_pairs = reinterpret_cast<uint32_t*>(c.take(C / 2 * dkp));
+  s->dout_pairs = reinterpret_cast<uint32_t*>(c.take(C / 2 * dvp));
+  s->a_split = reinterpret_cast<uint16_t*>(c.take(3 * C * std::max(dvp, C) / 2));
   return c.used();
 }
 

@@ -25,10 +25,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/backward.h"
+#include "ops/gated_delta_rule/backward_amx-inl.h"
 #include "ops/gated_delta_rule/chunked_gemm-inl.h"
 #include "ops/gated_delta_rule/chunked_phase_one-inl.h"
 
@@ -41,12 +43,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ChunkContext, PrepareChunk, SolveRows, LoadRow, Element, RowDifferences, ExpOf; DF, VF, Gemm, Triangle, C
 using namespace gdr_chunk;
 
-HWY_INLINE float Dot(const float* a, const float* b, int64_t count) {  // count a multiple of the vector length
+// count a multiple of the vector length; four accumulator chains (one chain made the 16K-element D·S of each chunk
+// wait on the FMA latency).
+HWY_INLINE float Dot(const float* a, const float* b, int64_t count) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  VF acc = hn::Zero(df);
-  for (int64_t j = 0; j < count; j += N) acc = hn::MulAdd(hn::LoadU(df, a + j), hn::LoadU(df, b + j), acc);
-  return hn::GetLane(hn::SumOfLanes(df, acc));
+  VF acc[4] = {hn::Zero(df), hn::Zero(df), hn::Zero(df), hn::Zero(df)};
+  int64_t j = 0;
+  for (; j + 4 * N <= count; j += 4 * N)
+    for (int v = 0; v < 4; ++v) acc[v] = hn::MulAdd(hn::LoadU(df, a + j + v * N), hn::LoadU(df, b + j + v * N), acc[v]);
+  for (; j < count; j += N) acc[0] = hn::MulAdd(hn::LoadU(df, a + j), hn::LoadU(df, b + j), acc[0]);
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3]))));
 }
 
 template <class T>
@@ -120,16 +127,35 @@ void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
 }
 
 // The checkpoint pass of chunk c of one value head: U into `solved`, the next checkpoint (when there is one).
+// The AMX path computes X and the update as the forward's AMX path does (kernels_chunked.cpp StatePass), so U has
+// the forward's V' bits.
 void CheckpointChunk(const ChunkContext& cx, int64_t n, const GdrGradScratch& s, const float* st, float* solved,
                      float* st_next) {
   const int64_t dk = cx.p->key_dim, dvp = cx.dvp;
-  Gemm(n, dvp, dk, s.record.scaled, cx.dkp, st, dvp, s.pass.x, dvp, false);  // X = β⊙e^G⊙K Sᵀ
+  const GdrChunkRecord& r = s.record;
+#if TXOPS_GDR_AMX
+  if (cx.amx) {
+    gdr_amx::SplitPairs(st, dvp, dk, cx.dkp / 2, nullptr, dvp, s.pass.split);
+    gdr_amx::XOnTiles(n, cx.dkp, r.kq16, r.row_scale, s.pass.split, dvp, s.pass.x, dvp);
+  } else
+#endif
+  {
+    Gemm(n, dvp, dk, r.scaled, cx.dkp, st, dvp, s.pass.x, dvp, false);  // X = β⊙e^G⊙K Sᵀ
+  }
   GdrPassScratch into{s.pass.x, solved};
-  SolveRows(n, 0, dvp, dvp, s.record, into);  // U
+  SolveRows(n, 0, dvp, dvp, r, into);  // U
   if (st_next == nullptr) return;
   std::memcpy(st_next, st, static_cast<size_t>(dk * dvp) * sizeof(float));
-  Gemm(dk, dvp, n, s.record.kt, C, solved, dvp, st_next, dvp, true, s.record.decay[C]);
+#if TXOPS_GDR_AMX
+  if (cx.amx) {
+    gdr_amx::SplitPairs(solved, dvp, n, C / 2, r.decay, dvp, s.pass.split);
+    gdr_amx::StateUpdateOnTiles(dk, n, r.kt16, s.pass.split, dvp, r.decay[C], st_next, dvp);
+    return;
+  }
+#endif
+  Gemm(dk, dvp, n, r.kt, C, solved, dvp, st_next, dvp, true, r.decay[C]);
 }
+
 
 // The reverse step of chunk [t0, t0 + n) of value head h (its record just prepared): reads St (the checkpoint) and U,
 // updates the adjoint D (Dk x dvp, ∂L/∂Sᵀ) from after the chunk to before it, adds to the dq / dk accumulators and
@@ -160,14 +186,41 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   LoadMatrixF32(u, 1, dvp, dv, n, s.solved_t, C);
   for (int64_t v = 0; v < dv; ++v) std::fill(s.solved_t + v * C + n, s.solved_t + (v + 1) * C, 0.0f);
   LoadMatrixF32(r.gram + n * C, 1, C, n, n, s.p_t, C);
-  LoadMatrixF32(r.scaled, 1, dkp, dk, 2 * n, s.scaled_t, 2 * C);
   // dU = (decay⊙K) D + Pᵀ dO; h_i = U_i·((decay⊙K) D)_i feeds dG.
-  for (int64_t i = 0; i < n; ++i) {
-    const VF decay = hn::Set(df, r.decay[i]);
-    for (int64_t j = 0; j < dkp; j += N)
-      hn::StoreU(hn::Mul(hn::LoadU(df, ps.kq + i * dkp + j), decay), df, s.key_decayed + i * dkp + j);
+#if TXOPS_GDR_AMX
+  // The AMX path (backward_amx-inl.h): every product on tiles, an fp32 operand split in three bf16 parts, a bf16 one
+  // (K, Q, dO) as it is; the rows' scales applied to the products (decay, β⊙γ, γ·scale) where the fp32 path scales
+  // an operand first. s.a_split holds one left operand's parts at a time, s.pass.split one right operand's.
+  const bool amx = cx.amx;
+  const int64_t rows32 = (n + 31) / 32 * 32, a_part = C * std::max(dvp, C);
+  uint32_t* split = s.pass.split;
+  // A split left operand: rows [0, n) x columns [0, valid_cols) of m (ld floats), depth columns.
+  auto split_rows = [&](const float* m, int64_t ld, int64_t valid_cols, int64_t depth) {
+    gdr_amx::SplitRows(m, ld, n, valid_cols, rows32, depth, a_part, s.a_split);
+  };
+  if (amx) {
+    gdr_amx::ToBf16Bits(d_out, n * dvp, s.dout16);
+    std::fill(s.dout16 + n * dvp, s.dout16 + rows32 * dvp, uint16_t{0});
+    gdr_amx::PairRows(r.kq16, dkp, n, C / 2, dkp, s.k_pairs);
+    gdr_amx::PairRows(r.kq16 + n * dkp, dkp, n, C / 2, dkp, s.q_pairs);
+    gdr_amx::PairRows(s.dout16, dvp, n, C / 2, dvp, s.dout_pairs);
+    TransposeKeys(n, dkp, ps.kq + n * dkp, s.scaled_t);  // Qᵀ in fp32 (dkp x C), then its bf16 bits
+    gdr_amx::ToBf16Bits(s.scaled_t, dkp * C, s.qt16);
+    gdr_amx::SplitPairs(adj, dvp, dk, dkp / 2, nullptr, dvp, split);
+    gdr_amx::XOnTiles(n, dkp, r.kq16, r.decay, split, dvp, s.grad_u, dvp);  // decay ⊙ (K D)
+  } else
+#else
+  constexpr bool amx = false;
+#endif
+  {
+    LoadMatrixF32(r.scaled, 1, dkp, dk, 2 * n, s.scaled_t, 2 * C);
+    for (int64_t i = 0; i < n; ++i) {
+      const VF decay = hn::Set(df, r.decay[i]);
+      for (int64_t j = 0; j < dkp; j += N)
+        hn::StoreU(hn::Mul(hn::LoadU(df, ps.kq + i * dkp + j), decay), df, s.key_decayed + i * dkp + j);
+    }
+    Gemm(n, dvp, dk, s.key_decayed, dkp, adj, dvp, s.grad_u, dvp, false);
   }
-  Gemm(n, dvp, dk, s.key_decayed, dkp, adj, dvp, s.grad_u, dvp, false);
   float h_sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     const float hi = Dot(u + i * dvp, s.grad_u + i * dvp, dvp);
@@ -175,18 +228,43 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
     h_sum += hi;
   }
   s.dgate[n - 1] += h_sum + gamma_n * Dot(adj, st, dk * dvp);
-  Gemm(n, dvp, n, s.p_t, C, d_out, dvp, s.grad_u, dvp, true, 1.0f, Triangle::kUpperA);
+  if (!amx) Gemm(n, dvp, n, s.p_t, C, d_out, dvp, s.grad_u, dvp, true, 1.0f, Triangle::kUpperA);
+#if TXOPS_GDR_AMX
+  if (amx) {  // + Pᵀ dO
+    split_rows(s.p_t, C, n, C);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.dout_pairs, 0, 1, dvp, true, s.grad_u, dvp);
+  }
+#endif
   BackSolve(n, dvp, r.gram, s.grad_u, nr);
   // [dA; dP] = [−dR; dO] Uᵀ (lower triangles), masked; then the dk GEMMs' left operands.
+  // (A product of two fp32 operands stays an fp32 GEMM: split on both sides it takes six tile products, which ran
+  // slower than the FMAs; backward_amx-inl.h.)
   Gemm(n, np, dv, nr, dvp, s.solved_t, C, s.products, C, false, 1.0f, Triangle::kLowerC);
-  Gemm(n, np, dv, d_out, dvp, s.solved_t, C, s.products + n * C, C, false, 1.0f, Triangle::kLowerC);
+#if TXOPS_GDR_AMX
+  if (amx) {  // all C columns (the masks read the triangle)
+    gdr_amx::SplitPairs(s.solved_t, C, dv, dvp / 2, nullptr, C, split);
+    gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, C, s.products + n * C, C);
+  } else
+#endif
+  {
+    Gemm(n, np, dv, d_out, dvp, s.solved_t, C, s.products + n * C, C, false, 1.0f, Triangle::kLowerC);
+  }
   MaskProducts(n, scale, s);
   LoadMatrixF32(s.products, 1, C, n, n, s.key_mix, C);         // dA'ᵀ
   LoadMatrixF32(s.products + n * C, 1, C, n, n, s.p_t, C);     // (scale dP⊙Γ)ᵀ (Pᵀ is no longer needed)
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < i; ++j) s.key_mix[i * C + j] += s.products[i * C + j];
   // W1 = [−dR; dO] S, U ∂L/∂S.
-  Gemm(2 * n, dkp, dv, s.stacked, dvp, s.state, dkp, s.w1, dkp, false);
+#if TXOPS_GDR_AMX
+  if (amx) {  // −dR S in fp32, dO S on tiles
+    Gemm(n, dkp, dv, s.stacked, dvp, s.state, dkp, s.w1, dkp, false);
+    gdr_amx::SplitPairs(s.state, dkp, dv, dvp / 2, nullptr, dkp, split);
+    gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, dkp, s.w1 + n * dkp, dkp);
+  } else
+#endif
+  {
+    Gemm(2 * n, dkp, dv, s.stacked, dvp, s.state, dkp, s.w1, dkp, false);
+  }
   Gemm(n, dkp, dv, u, dvp, s.adjoint_rows, dkp, s.u_adj, dkp, false);
   for (int64_t i = 0; i < n; ++i) {
     const float g = ps.gamma[i], b = ps.beta[i];
@@ -210,11 +288,27 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
     s.dgate[i] += scale * g * qd + b * g * kd;
     s.dbeta[i] += g * kd - Dot(nr + i * dvp, s.value + i * dvp, dvp);
   }
-  Gemm(n, dkp, n, s.products + n * C, C, ps.kq, dkp, s.dq, dkp, true, 1.0f, Triangle::kLowerA);  // + scale (dP⊙Γ) K
-  Gemm(n, dkp, n, s.key_mix, C, ps.kq, dkp, s.dk, dkp, true);                                  // + (dA' + dA'ᵀ) K
-  Gemm(n, dkp, n, s.p_t, C, ps.kq + n * dkp, dkp, s.dk, dkp, true, 1.0f, Triangle::kUpperA);   // + (dP⊙Γ)ᵀ Q̃
-  // D before the chunk.
-  Gemm(dk, dvp, 2 * n, s.scaled_t, 2 * C, s.stacked, dvp, adj, dvp, true, gamma_n);
+  // dq += scale (dP⊙Γ) K; dk += (dA' + dA'ᵀ) K + (dP⊙Γ)ᵀ Q̃; D before the chunk.
+#if TXOPS_GDR_AMX
+  if (amx) {  // D ← e^{G_n} D + Kᵀ (β⊙γ⊙(−dR)) + Qᵀ (γ·scale⊙dO), the row scales r.row_scale
+    split_rows(s.products + n * C, C, n, C);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, s.dq, dkp);
+    split_rows(s.key_mix, C, n, C);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, s.dk, dkp);
+    split_rows(s.p_t, C, n, C);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.q_pairs, 0, 1, dkp, true, s.dk, dkp);
+    uint32_t* split_q = reinterpret_cast<uint32_t*>(s.a_split);
+    gdr_amx::SplitPairs(nr, dvp, n, C / 2, r.row_scale, dvp, split);
+    gdr_amx::SplitPairs(d_out, dvp, n, C / 2, r.row_scale + n, dvp, split_q);
+    gdr_amx::StateUpdateOnTiles(dk, n, r.kt16, split, dvp, gamma_n, adj, dvp, s.qt16, split_q);
+  } else
+#endif
+  {
+    Gemm(n, dkp, n, s.products + n * C, C, ps.kq, dkp, s.dq, dkp, true, 1.0f, Triangle::kLowerA);
+    Gemm(n, dkp, n, s.key_mix, C, ps.kq, dkp, s.dk, dkp, true);
+    Gemm(n, dkp, n, s.p_t, C, ps.kq + n * dkp, dkp, s.dk, dkp, true, 1.0f, Triangle::kUpperA);
+    Gemm(dk, dvp, 2 * n, s.scaled_t, 2 * C, s.stacked, dvp, adj, dvp, true, gamma_n);
+  }
   // dv = β dR, dβ, dg = reverse cumsum of dG.
   float dg = 0.0f;
   for (int64_t i = n - 1; i >= 0; --i) {
@@ -244,6 +338,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   cx.dkp = dkp;
   cx.dvp = dvp;
   cx.ld = dvp;  // the checkpoints are Dk rows of dvp floats
+  cx.amx = cx.bf16_dot = plan.amx && std::is_same<TA, hwy::bfloat16_t>::value;
   // With the forward's snapshots (P.has_checkpoints) one chunk's S and U are kept per value head (slot 0), staged
   // in the reverse pass; without them, every chunk's, from the checkpoint pass.
   const bool given = P.has_checkpoints;

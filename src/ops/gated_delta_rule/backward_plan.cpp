@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "core/amx.h"
 #include "core/parallel.h"
 #include "core/plan_record.h"
 #include "core/status.h"
@@ -38,11 +39,11 @@ PreparedOp make_grad_op(std::shared_ptr<GdrGradPlan> plan, Isa isa) {
       char buf[320];
       std::snprintf(buf, sizeof(buf),
                     "kernel=%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
-                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d checkpoints=%d workspace=%" PRId64 "B",
+                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d checkpoints=%d%s workspace=%" PRId64 "B",
                     kKernelName, isa_name(isa), plan->threads, p.num_tokens, p.batch, p.num_key_heads,
                     p.num_value_heads, p.key_dim, p.value_dim, dtype_name(p.query.dtype),
                     dtype_name(p.state_in.dtype), p.has_g ? 1 : 0, plan->problem.has_checkpoints ? 1 : 0,
-                    scratch_bytes * plan->threads);
+                    plan->amx ? " x=amx" : "", scratch_bytes * plan->threads);
       details = buf;
     }
     VerboseTimer timer("chunk_gated_delta_rule_grad", std::move(details));
@@ -89,6 +90,8 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
     costs[item] = (p.seq_length(item / p.num_key_heads) + 16) * p.heads_per_key_head();
   plan->threads = plan_threads(plan->items, 1);
   partition_by_cost(costs, plan->threads, &plan->part_start);
+  plan->amx = isa == Isa::kAvx512 && cpu_has_avx512_bf16() && p.query.dtype == DType::kBF16 &&
+              plan->key_dim_padded % 32 == 0 && plan->value_dim_padded % 32 == 0 && amx_bf16_usable();
   GdrGradScratch s;
   plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->kept_chunks, p.key_dim,
                                         plan->key_dim_padded, plan->value_dim_padded, &s);

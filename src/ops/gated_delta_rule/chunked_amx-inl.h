@@ -104,7 +104,8 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_INLINE void AccumulateParts(con
 }
 
 // X rows [0, rows) x columns [0, cols) (x, rows ldx floats apart) = row_scale[i] · Σ_k kq16[i][k] · Sᵀ[k][c],
-// Sᵀ given as SplitPairs' three parts. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
+// Sᵀ given as SplitPairs' three parts (no row_scale: the sums as they are). The backward uses it for any product of
+// bf16 rows and a split fp32 matrix: dkp is then the depth, a multiple of 32. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
 // rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols are multiples of 32 and 16.
 // Tiles 0-3 accumulate a 32 x 32 block of X, 4-5 hold 16 rows of [K; Q] each, 6-7 16 columns of a part each.
 __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(int64_t rows, int64_t dkp,
@@ -135,7 +136,7 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(i
       const int64_t row_end = rb + 32 < rows ? rb + 32 : rows;
       for (int64_t i = rb; i < row_end; ++i) {
         const int64_t t = i - rb < 16 ? 0 : 2, r = (i - rb) % 16;
-        const __m512 sc = _mm512_set1_ps(row_scale[i]);
+        const __m512 sc = _mm512_set1_ps(row_scale != nullptr ? row_scale[i] : 1.0f);
         _mm512_storeu_ps(x + i * ldx + cb, _mm512_mul_ps(sc, _mm512_load_ps(block[t] + r * 16)));
         if (two_cols) _mm512_storeu_ps(x + i * ldx + cb + 16, _mm512_mul_ps(sc, _mm512_load_ps(block[t + 1] + r * 16)));
       }
@@ -148,12 +149,15 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(i
 // kt16 is Kᵀ as bf16 (dkp rows of kGdrChunk tokens, zero past the chunk's n), split the three parts of decay ⊙ V'
 // (SplitPairs, kGdrChunk / 2 token pairs, zero past n). Sᵀ is scaled first and then accumulated into, as the fp32
 // GEMM starts its accumulators from c_scale·C. Blocks of 32 x 32 (tiles 0-3); a row tile that reaches past dk goes
-// through a zero-padded copy.
+// through a zero-padded copy. A second pair (kt16_second, split_second; the backward's Qᵀ and its rows) adds its
+// product after the first's, in the same pass over Sᵀ.
 __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void StateUpdateOnTiles(int64_t dk, int64_t n,
                                                                                            const uint16_t* kt16,
                                                                                            const uint32_t* split,
                                                                                            int64_t cols, float g_last,
-                                                                                           float* st, int64_t ld) {
+                                                                                           float* st, int64_t ld,
+                                                                                           const uint16_t* kt16_second = nullptr,
+                                                                                           const uint32_t* split_second = nullptr) {
   constexpr int64_t C = kGdrChunk, pairs = C / 2;
   const __m512 gl = _mm512_set1_ps(g_last);
   for (int64_t k = 0; k < dk; ++k)
@@ -190,10 +194,14 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void StateUpdat
         _tile_loadd(2, u0, s1);
         if (two_cols) _tile_loadd(3, u1, s1);
       }
-      for (int64_t kk = 0; kk < steps; ++kk) {
-        _tile_loadd(4, kt16 + rb * C + kk * 32, C * 2);
-        if (two_rows) _tile_loadd(5, kt16 + (rb + 16) * C + kk * 32, C * 2);
-        AccumulateParts(split + kk * 16 * cols + cb, part, b_stride, two_rows, two_cols);
+      for (int source = 0; source < (kt16_second != nullptr ? 2 : 1); ++source) {
+        const uint16_t* a = source == 0 ? kt16 : kt16_second;
+        const uint32_t* b = source == 0 ? split : split_second;
+        for (int64_t kk = 0; kk < steps; ++kk) {
+          _tile_loadd(4, a + rb * C + kk * 32, C * 2);
+          if (two_rows) _tile_loadd(5, a + (rb + 16) * C + kk * 32, C * 2);
+          AccumulateParts(b + kk * 16 * cols + cb, part, b_stride, two_rows, two_cols);
+        }
       }
       _tile_stored(0, t0, s0);
       if (two_cols) _tile_stored(1, t1, s0);
