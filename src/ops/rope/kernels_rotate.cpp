@@ -243,28 +243,29 @@ template <bool bwd, class TX, class TC>
 void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begin, int64_t end) {
   const int64_t width = cfg.width, h = width / 2;
   const bool stream = cfg.stream_out;
+  constexpr bool kWiden = std::is_same<TC, hwy::float16_t>::value;  // fp16 cos / sin as fp32 rows (ForEachRow)
   switch (cfg.mode) {
     case RotaryMode::kHalf:
-      ForEachRow<TX, TC>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+      ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const auto* c, const auto* s) {
         HalfBlockRow<bwd>(stream, in, out, c, s, h);
       });
       break;
     case RotaryMode::kQuarter:
-      ForEachRow<TX, TC>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+      ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const auto* c, const auto* s) {
         HalfBlockRow<bwd>(stream, in, out, c, s, width / 4);
         HalfBlockRow<bwd>(stream, in + h, out + h, c + h, s + h, width / 4);
       });
       break;
     case RotaryMode::kInterleave:
-      ForEachRow<TX, TC>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const TC* c, const TC* s) {
+      ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const auto* c, const auto* s) {
         InterleaveRow<bwd>(stream, in, out, c, s, width);
       });
       break;
     case RotaryMode::kInterleaveHalf: {
       TX saved[kMaxWidth];
       // always_inline: D = 64 rows take two vector iterations, so a call per row was a fifth of the time.
-      ForEachRow<TX, TC>(st, cfg.width, begin, end,
-                         [&](const TX* in, TX* out, const TC* c, const TC* s) __attribute__((always_inline)) {
+      ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end,
+                         [&](const TX* in, TX* out, const auto* c, const auto* s) __attribute__((always_inline)) {
         if (in == out) {  // outputs move across the row: read from a copy
           std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
           in = saved;

@@ -155,10 +155,13 @@ void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* i
 }
 
 // Calls row(in, out, cos, sin) for rows [begin, end) of `st` in memory order; the innermost outer dim runs as
-// a pointer-increment loop, so the per-row cost is a few adds.
+// a pointer-increment loop, so the per-row cost is a few adds. kWidenCosSin (contiguous 16-bit cos / sin rows): the
+// row function gets fp32 copies of the cos / sin rows instead, widened once per run where the run's rows share them
+// (stride 0: the heads of one token), else once per row. Widening is exact, so the bits are the same; it took two
+// of the four conversions per pair of fp16 output vectors off the head loop (README, session 23).
 constexpr int64_t kPrefetchRows = 8;
 
-template <class TX, class TC, class RowFn>
+template <class TX, class TC, bool kWidenCosSin = false, class RowFn>
 HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, int64_t end, const RowFn& row) {
   const int64_t row_bytes = st.step[kIn] == 1 ? width * static_cast<int64_t>(sizeof(TX)) : 0;
   const int64_t e1 = st.extent[1], e2 = st.extent[2];
@@ -173,12 +176,26 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
     TX* out = static_cast<TX*>(st.out) + off[kOut];
     const TC* c = static_cast<const TC*>(st.cos) + off[kCos];
     const TC* s = static_cast<const TC*>(st.sin) + off[kSin];
+    HWY_ALIGN float widened[2][kWidenCosSin ? kMaxWidth : 1];
+    const bool shared = dcos == 0 && dsin == 0;
+    auto widen = [&] {
+      if constexpr (kWidenCosSin) {
+        LoadRowF32(c, 1, width, width, widened[0]);
+        LoadRowF32(s, 1, width, width, widened[1]);
+      }
+    };
+    if (shared) widen();
     for (int64_t r = 0; r < run; ++r, in += din, out += dout, c += dcos, s += dsin) {
       // Software prefetch of the row kPrefetchRows ahead (a hint: it never faults, even past the view's end):
       // partial-row slices leave gaps the hardware stream prefetcher does not follow.
       const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
       for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
-      row(in, out, c, s);
+      if constexpr (kWidenCosSin) {
+        if (!shared) widen();
+        row(in, out, static_cast<const float*>(widened[0]), static_cast<const float*>(widened[1]));
+      } else {
+        row(in, out, c, s);
+      }
     }
     begin += run;
     i2 = 0;
