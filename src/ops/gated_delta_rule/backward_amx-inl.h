@@ -4,9 +4,10 @@
 // chunks; on such a CPU one core's TDPBF16PS runs ~3.4 TFLOP/s against ~0.23 for fp32 AVX-512 FMAs.
 // How the products stay fp32 products: a bf16 operand (K, Q, dO: the inputs themselves) is one part; an fp32
 // operand splits into three bf16 parts hi + mid + lo whose sum is the value exactly (chunked_amx-inl.h SplitPairs,
-// and SplitRows here). A bf16 operand times a split one is exact part by part. Two split operands keep the six part
-// products of order up to 2^-16 (pa + pb <= 2) and drop the three of order 2^-24 and below, which bounds each
-// product's error by ~2^-22 of |a|·|b|, the size of an fp32 GEMM's own rounding. AMX accumulates in fp32, one
+// and SplitRows here). A bf16 operand times a split one is exact part by part. (ProductOnTiles can also take two
+// split operands, keeping the six part products of order up to 2^-16 and dropping the three of order 2^-24 and below,
+// an error of ~2^-22 of |a|·|b|; the backward does not: its three products of two fp32 matrices ran faster as fp32
+// GEMMs, README.md "Backward".) AMX accumulates in fp32, one
 // rounding per addition, in one fixed order (depth steps of 32, then the part pairs in order): the bits depend on
 // neither the thread count nor anything else but the inputs.
 //
