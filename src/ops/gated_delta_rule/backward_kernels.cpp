@@ -162,7 +162,7 @@ void CheckpointChunk(const ChunkContext& cx, int64_t n, const GdrGradScratch& s,
 // stores dv, dβ and (when asked for) dg.
 template <class TA>
 void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, int64_t t0, int64_t n,
-                  const GdrGradScratch& s, const float* st, const float* u, float* adj) {
+                  const GdrGradScratch& s, const float* st, const float* u, int64_t ldu, float* adj) {
   const GdrProblem& p = *cx.p;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
@@ -183,7 +183,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   LoadMatrixF32(adj, 1, dvp, dv, dk, s.adjoint_rows, dkp);
   for (int64_t v = 0; v < dv; ++v)
     for (int64_t c = dk; c < dkp; ++c) s.state[v * dkp + c] = s.adjoint_rows[v * dkp + c] = 0.0f;
-  LoadMatrixF32(u, 1, dvp, dv, n, s.solved_t, C);
+  LoadMatrixF32(u, 1, ldu, dv, n, s.solved_t, C);
   for (int64_t v = 0; v < dv; ++v) std::fill(s.solved_t + v * C + n, s.solved_t + (v + 1) * C, 0.0f);
   LoadMatrixF32(r.gram + n * C, 1, C, n, n, s.p_t, C);
   // dU = (decay⊙K) D + Pᵀ dO; h_i = U_i·((decay⊙K) D)_i feeds dG.
@@ -223,7 +223,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   }
   float h_sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
-    const float hi = Dot(u + i * dvp, s.grad_u + i * dvp, dvp);
+    const float hi = Dot(u + i * ldu, s.grad_u + i * dvp, dvp);
     s.dgate[i] -= hi;
     h_sum += hi;
   }
@@ -265,7 +265,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   {
     Gemm(2 * n, dkp, dv, s.stacked, dvp, s.state, dkp, s.w1, dkp, false);
   }
-  Gemm(n, dkp, dv, u, dvp, s.adjoint_rows, dkp, s.u_adj, dkp, false);
+  Gemm(n, dkp, dv, u, ldu, s.adjoint_rows, dkp, s.u_adj, dkp, false);
   for (int64_t i = 0; i < n; ++i) {
     const float g = ps.gamma[i], b = ps.beta[i];
     const float* wk = s.w1 + i * dkp;        // −dR_i S
@@ -358,6 +358,8 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   // reads it (with V' given, nothing else reads the staged copy): it is used where it lies.
   const bool snapshot_in_place = given && P.has_corrected_values && dv == dvp && P.checkpoints.strides[2] == 1 &&
                                  P.checkpoints.strides[3] == dvp;
+  // V' rows of Dv = dvp contiguous floats are U as the reverse step reads it (rows ldu floats apart): used in place.
+  const bool corrected_in_place = P.has_corrected_values && dv == dvp && P.corrected_values.strides[2] == 1;
   // The forward's S before chunk c >= 1 of value head h: the snapshot after chunk c - 1.
   auto snapshot = [&](int64_t c, int64_t h) {
     const TensorView& v = P.checkpoints;
@@ -416,6 +418,8 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
         prefetch_next(c, gi, c - 1, true);
         PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
         const float* st = checkpoint(gi, c);
+        const float* u = solved(gi, c);
+        int64_t ldu = dvp;
         if (given) {  // S from the forward; U its V' rows, or recomputed (the checkpoint pass's step, no update)
           if (c == 0) {
             stage(p.state_in, h0 + gi, checkpoint(gi, c));
@@ -424,7 +428,10 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
           } else {
             stage_from(snapshot(c, h0 + gi), P.checkpoints, checkpoint(gi, c));
           }
-          if (P.has_corrected_values) {
+          if (corrected_in_place) {
+            u = Element<float>(P.corrected_values, t0, h0 + gi);
+            ldu = P.corrected_values.strides[0];
+          } else if (P.has_corrected_values) {
             const TensorView& v = P.corrected_values;
             for (int64_t i = 0; i < n; ++i)
               LoadRow(Element<float>(v, t0 + i, h0 + gi), v.strides[2], dv, dvp, 1.0f, solved(gi, c) + i * dvp);
@@ -432,7 +439,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
             CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), nullptr);
           }
         }
-        ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, st, solved(gi, c), adjoint(gi));
+        ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, st, u, ldu, adjoint(gi));
       }
       for (int64_t i = 0; i < n; ++i) {
         StoreRowF32(s.dq + i * dkp, dk, At<TA>(P.grad_query, t0 + i, hk), P.grad_query.strides[2]);
