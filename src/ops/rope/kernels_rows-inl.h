@@ -155,10 +155,11 @@ void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* i
 }
 
 // Calls row(in, out, cos, sin) for rows [begin, end) of `st` in memory order; the innermost outer dim runs as
-// a pointer-increment loop, so the per-row cost is a few adds. kWidenCosSin (contiguous 16-bit cos / sin rows): the
-// row function gets fp32 copies of the cos / sin rows instead, widened once per run where the run's rows share them
-// (stride 0: the heads of one token), else once per row. Widening is exact, so the bits are the same; it took two
-// of the four conversions per pair of fp16 output vectors off the head loop (README, session 23).
+// a pointer-increment loop, so the per-row cost is a few adds. kWidenCosSin (contiguous 16-bit cos / sin rows): where
+// a run's rows share their cos / sin rows (stride 0: the heads of one token) the row function gets fp32 copies made
+// once per run, else the rows as they are (widening each row's own copy first was slower). Widening is exact, so
+// the bits are the same; it took two of the four conversions per pair of fp16 output vectors off the head loop
+// (README, session 23).
 constexpr int64_t kPrefetchRows = 8;
 
 template <class TX, class TC, bool kWidenCosSin = false, class RowFn>
@@ -191,8 +192,11 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
       const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
       for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
       if constexpr (kWidenCosSin) {
-        if (!shared) widen();
-        row(in, out, static_cast<const float*>(widened[0]), static_cast<const float*>(widened[1]));
+        if (shared) {
+          row(in, out, static_cast<const float*>(widened[0]), static_cast<const float*>(widened[1]));
+        } else {
+          row(in, out, c, s);
+        }
       } else {
         row(in, out, c, s);
       }
