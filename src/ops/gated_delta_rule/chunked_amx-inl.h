@@ -105,8 +105,9 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_INLINE void AccumulateParts(con
 
 // X rows [0, rows) x columns [0, cols) (x, rows ldx floats apart) = row_scale[i] · Σ_k kq16[i][k] · Sᵀ[k][c],
 // Sᵀ given as SplitPairs' three parts (no row_scale: the sums as they are). The backward uses it for any product of
-// bf16 rows and a split fp32 matrix: dkp is then the depth, a multiple of 32. kq16 (bf16 rows dkp apart) must hold whole 16-row tiles: rows up to
-// rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols are multiples of 32 and 16.
+// bf16 rows and a split fp32 matrix: dkp is then the depth, a multiple of 32. kq16 (bf16 rows dkp apart) must hold
+// whole 16-row tiles: rows up to rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols
+// are multiples of 32 and 16.
 // Tiles 0-3 accumulate a 32 x 32 block of X, 4-5 hold 16 rows of [K; Q] each, 6-7 16 columns of a part each.
 __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(int64_t rows, int64_t dkp,
                                                                           const uint16_t* kq16,
