@@ -157,6 +157,17 @@ void CheckpointChunk(const ChunkContext& cx, int64_t n, const GdrGradScratch& s,
 }
 
 
+#if TXOPS_GDR_AMX
+// The AMX path's operands that depend only on the key head and chunk (made once for the value heads that share them):
+// K's and Q's token pairs, and Qᵀ as bf16 (through s.scaled_t, which this path does not otherwise use).
+void PackKeyOperands(int64_t n, int64_t dkp, const GdrGradScratch& s) {
+  gdr_amx::PairRows(s.record.kq16, dkp, n, C / 2, dkp, s.k_pairs);
+  gdr_amx::PairRows(s.record.kq16 + n * dkp, dkp, n, C / 2, dkp, s.q_pairs);
+  TransposeKeys(n, dkp, s.pack.kq + n * dkp, s.scaled_t);
+  Bf16BitsOfWidened(s.scaled_t, dkp * C, s.qt16);
+}
+#endif
+
 // The reverse step of chunk [t0, t0 + n) of value head h (its record just prepared): reads St (the checkpoint) and U,
 // updates the adjoint D (Dk x dvp, ∂L/∂Sᵀ) from after the chunk to before it, adds to the dq / dk accumulators and
 // stores dv, dβ and (when asked for) dg.
@@ -199,13 +210,9 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
     gdr_amx::SplitRows(m, ld, n, valid_cols, rows32, depth, a_part, s.a_split);
   };
   if (amx) {
-    gdr_amx::ToBf16Bits(d_out, n * dvp, s.dout16);
+    Bf16BitsOfWidened(d_out, n * dvp, s.dout16);
     std::fill(s.dout16 + n * dvp, s.dout16 + rows32 * dvp, uint16_t{0});
-    gdr_amx::PairRows(r.kq16, dkp, n, C / 2, dkp, s.k_pairs);
-    gdr_amx::PairRows(r.kq16 + n * dkp, dkp, n, C / 2, dkp, s.q_pairs);
     gdr_amx::PairRows(s.dout16, dvp, n, C / 2, dvp, s.dout_pairs);
-    TransposeKeys(n, dkp, ps.kq + n * dkp, s.scaled_t);  // Qᵀ in fp32 (dkp x C), then its bf16 bits
-    gdr_amx::ToBf16Bits(s.scaled_t, dkp * C, s.qt16);
     gdr_amx::SplitPairs(adj, dvp, dk, dkp / 2, nullptr, dvp, split);
     gdr_amx::XOnTiles(n, dkp, r.kq16, r.decay, split, dvp, s.grad_u, dvp);  // decay ⊙ (K D)
   } else
@@ -232,7 +239,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
 #if TXOPS_GDR_AMX
   if (amx) {  // + Pᵀ dO
     split_rows(s.p_t, C, n, C);
-    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.dout_pairs, 0, 1, dvp, true, s.grad_u, dvp);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.dout_pairs, 0, 1, dvp, true, nullptr, s.grad_u, dvp);
   }
 #endif
   BackSolve(n, dvp, r.gram, s.grad_u, nr);
@@ -292,11 +299,11 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
 #if TXOPS_GDR_AMX
   if (amx) {  // D ← e^{G_n} D + Kᵀ (β⊙γ⊙(−dR)) + Qᵀ (γ·scale⊙dO), the row scales r.row_scale
     split_rows(s.products + n * C, C, n, C);
-    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, s.dq, dkp);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, nullptr, s.dq, dkp);
     split_rows(s.key_mix, C, n, C);
-    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, s.dk, dkp);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, nullptr, s.dk, dkp);
     split_rows(s.p_t, C, n, C);
-    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.q_pairs, 0, 1, dkp, true, s.dk, dkp);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.q_pairs, 0, 1, dkp, true, nullptr, s.dk, dkp);
     uint32_t* split_q = reinterpret_cast<uint32_t*>(s.a_split);
     gdr_amx::SplitPairs(nr, dvp, n, C / 2, r.row_scale, dvp, split);
     gdr_amx::SplitPairs(d_out, dvp, n, C / 2, r.row_scale + n, dvp, split_q);
@@ -417,6 +424,9 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       for (int64_t gi = 0; gi < group; ++gi) {
         prefetch_next(c, gi, c - 1, true);
         PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
+#if TXOPS_GDR_AMX
+        if (cx.amx && gi == 0) PackKeyOperands(n, dkp, s);
+#endif
         const float* st = checkpoint(gi, c);
         const float* u = solved(gi, c);
         int64_t ldu = dvp;

@@ -85,13 +85,13 @@ __attribute__((target("amx-tile"))) HWY_INLINE void LoadTileConfig() {
   _tile_loadconfig(&cfg);
 }
 
-// Accumulates A (tile 4, and tile 5 when two_rows) times the three split parts of one 16-pair step, the first part
-// at b and the next ones `part` further (rows b_stride bytes apart), into the 32 x 32 block of tiles 0-3 (1 and 3
+// Accumulates A (tile 4, and tile 5 when two_rows) times `parts` (three unless given) split parts of one 16-pair
+// step, the first part at b and the next ones `part` further (rows b_stride bytes apart), into the 32 x 32 block of tiles 0-3 (1 and 3
 // only when two_cols): each element adds hi, then mid, then lo, which fixes the order of its additions.
 __attribute__((target("amx-tile,amx-bf16"))) HWY_INLINE void AccumulateParts(const uint32_t* b, int64_t part,
                                                                                int64_t b_stride, bool two_rows,
-                                                                               bool two_cols) {
-  for (int s = 0; s < 3; ++s, b += part) {
+                                                                               bool two_cols, int parts = 3) {
+  for (int s = 0; s < parts; ++s, b += part) {
     _tile_loadd(6, b, b_stride);
     _tile_dpbf16ps(0, 4, 6);
     if (two_rows) _tile_dpbf16ps(2, 5, 6);
@@ -103,20 +103,20 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_INLINE void AccumulateParts(con
   }
 }
 
-// X rows [0, rows) x columns [0, cols) (x, rows ldx floats apart) = row_scale[i] · Σ_k kq16[i][k] · Sᵀ[k][c],
-// Sᵀ given as SplitPairs' three parts (no row_scale: the sums as they are). The backward uses it for any product of
-// bf16 rows and a split fp32 matrix: dkp is then the depth, a multiple of 32. kq16 (bf16 rows dkp apart) must hold
-// whole 16-row tiles: rows up to rows rounded up to 32 are read (their results past `rows` are dropped). dkp and cols
-// are multiples of 32 and 16.
-// Tiles 0-3 accumulate a 32 x 32 block of X, 4-5 hold 16 rows of [K; Q] each, 6-7 16 columns of a part each.
-__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(int64_t rows, int64_t dkp,
-                                                                          const uint16_t* kq16,
-                                                                          const float* row_scale,
-                                                                          const uint32_t* split, int64_t cols,
-                                                                          float* x, int64_t ldx) {
+// out rows [0, rows) x columns [0, cols) (rows ldo floats apart) = (accumulate ? out : 0) + row_scale[i] ·
+// Σ_{pa + pb <= 2} A_pa B_pb (no row_scale: the sums as they are). A: a_parts (1 or 3) row-major bf16 parts `a_part`
+// elements apart, rows `depth` elements apart; rows up to `rows` rounded up to 32 are read (their results are
+// dropped). B: b_parts (1 or 3) parts in SplitPairs' row-pair layout, `b_part` u32 apart (depth / 2 pairs of cols).
+// depth a multiple of 32, cols of 16. Each element sums over the depth 32 at a time, and within a step the part
+// pairs in order (hi, mid, lo): the order of its additions is fixed. (Two split operands keep the six products of
+// order up to 2^-16; nothing calls it so, README.md "Backward".) Tiles 0-3 accumulate a 32 x 32 block, 4-5 hold 16
+// rows of an A part each, 6-7 16 columns of a B part each.
+__attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnTiles(
+    int64_t rows, int64_t depth, const uint16_t* a, int64_t a_part, int a_parts, const uint32_t* b, int64_t b_part,
+    int b_parts, int64_t cols, bool accumulate, const float* row_scale, float* out, int64_t ldo) {
   LoadTileConfig();
   alignas(64) float block[4][16 * 16];
-  const int64_t part = dkp / 2 * cols, a_stride = dkp * 2, b_stride = cols * 4;
+  const int64_t a_stride = depth * 2, b_stride = cols * 4;
   for (int64_t cb = 0; cb < cols; cb += 32) {
     const bool two_cols = cb + 32 <= cols;
     for (int64_t rb = 0; rb < rows; rb += 32) {
@@ -125,10 +125,13 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(i
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
-      for (int64_t k = 0; k < dkp; k += 32) {
-        _tile_loadd(4, kq16 + rb * dkp + k, a_stride);
-        _tile_loadd(5, kq16 + (rb + 16) * dkp + k, a_stride);
-        AccumulateParts(split + k / 2 * cols + cb, part, b_stride, two_rows, two_cols);
+      for (int64_t k = 0; k < depth; k += 32) {
+        for (int pa = 0; pa < a_parts; ++pa) {
+          const uint16_t* ap = a + pa * a_part + rb * depth + k;
+          _tile_loadd(4, ap, a_stride);
+          if (two_rows) _tile_loadd(5, ap + 16 * depth, a_stride);
+          AccumulateParts(b + k / 2 * cols + cb, b_part, b_stride, two_rows, two_cols, std::min(b_parts, 3 - pa));
+        }
       }
       _tile_stored(0, block[0], 64);
       _tile_stored(1, block[1], 64);
@@ -137,13 +140,24 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void XOnTiles(i
       const int64_t row_end = rb + 32 < rows ? rb + 32 : rows;
       for (int64_t i = rb; i < row_end; ++i) {
         const int64_t t = i - rb < 16 ? 0 : 2, r = (i - rb) % 16;
-        const __m512 sc = _mm512_set1_ps(row_scale != nullptr ? row_scale[i] : 1.0f);
-        _mm512_storeu_ps(x + i * ldx + cb, _mm512_mul_ps(sc, _mm512_load_ps(block[t] + r * 16)));
-        if (two_cols) _mm512_storeu_ps(x + i * ldx + cb + 16, _mm512_mul_ps(sc, _mm512_load_ps(block[t + 1] + r * 16)));
+        for (int64_t h = 0; h < (two_cols ? 2 : 1); ++h) {
+          float* o = out + i * ldo + cb + 16 * h;
+          __m512 v = _mm512_load_ps(block[t + h] + r * 16);
+          if (row_scale != nullptr) v = _mm512_mul_ps(_mm512_set1_ps(row_scale[i]), v);
+          _mm512_storeu_ps(o, accumulate ? _mm512_add_ps(_mm512_loadu_ps(o), v) : v);
+        }
       }
     }
   }
   _tile_release();
+}
+
+// X rows [0, rows) x columns [0, cols) (rows ldx floats apart) = row_scale[i] · Σ_k kq16[i][k] · Sᵀ[k][c], Sᵀ
+// given as SplitPairs' three parts: ProductOnTiles of one bf16 operand (kq16, rows dkp apart; dkp the depth) and
+// one split one. The backward uses it for any product of bf16 rows and a split fp32 matrix.
+inline void XOnTiles(int64_t rows, int64_t dkp, const uint16_t* kq16, const float* row_scale, const uint32_t* split,
+                     int64_t cols, float* x, int64_t ldx) {
+  ProductOnTiles(rows, dkp, kq16, 0, 1, split, dkp / 2 * cols, 3, cols, false, row_scale, x, ldx);
 }
 
 // The state update Sᵀ ← g_last·Sᵀ + Kᵀ (decay ⊙ V') on columns [0, cols) of st (rows [0, dk), ld floats apart):

@@ -182,20 +182,25 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   }
 }
 
+// count (a multiple of the vector length) floats whose values are bf16 (widened bf16 inputs) as their bf16 bits:
+// the upper halves.
+HWY_INLINE void Bf16BitsOfWidened(const float* src, int64_t count, uint16_t* dst) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToSigned<DF> di;
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(src);
+  for (int64_t e = 0; e < count; e += static_cast<int64_t>(hn::Lanes(du)))
+    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(hn::LoadU(du, bits + e)))), du16, dst + e);
+}
+
 #if HWY_TARGET == HWY_AVX3
 // gram rows [0, 2n) = [K; Q] Kᵀ with vdpbf16ps, columns j < (tile's last row + 1) rounded to 16 (the lower
 // triangle). The operands are the bf16 inputs themselves (the widened floats' upper halves).
 inline void GramsBf16(int64_t n, int64_t dkp, bool amx, const GdrPackScratch& s, float* gram) {
   const int64_t pairs = dkp / 2;
   const hn::RebindToUnsigned<DF> du;
-  const hn::Rebind<uint16_t, DF> du16;
-  const hn::RebindToSigned<DF> di;
   const int64_t N = static_cast<int64_t>(hn::Lanes(du));
-  // [K; Q] rows as bf16 bits: the upper halves of the widened floats (dkp is a whole number of vectors).
-  for (int64_t e = 0; e < 2 * n * dkp; e += N) {
-    const auto bits = hn::ShiftRight<16>(hn::LoadU(du, reinterpret_cast<const uint32_t*>(s.kq) + e));
-    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, s.kq16 + e);
-  }
+  Bf16BitsOfWidened(s.kq, 2 * n * dkp, s.kq16);  // [K; Q] rows (dkp is a whole number of vectors)
   // Kᵀ in column pairs from the fp32 Kᵀ (columns >= n already zero): u32 (q, j) = bf16 k[j][2q] | bf16 k[j][2q+1] << 16.
   uint32_t* kt_pairs = reinterpret_cast<uint32_t*>(s.kt16);
   const uint32_t* kt = reinterpret_cast<const uint32_t*>(s.kt);
@@ -305,14 +310,7 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
   PackChunk<TA>(cx, h, t0, n, s, r);
   if (cx.amx) {  // the AMX path's operands: [K; Q] (GramsBf16 made them) and Kᵀ as bf16
     std::memcpy(r.kq16, s.kq16, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
-    const hn::RebindToUnsigned<DF> du;  // Kᵀ's floats are bf16 values: keep their upper halves
-    const hn::Rebind<uint16_t, DF> du16;
-    const hn::RebindToSigned<DF> di;
-    const uint32_t* kt = reinterpret_cast<const uint32_t*>(s.kt);
-    for (int64_t e = 0; e < dkp * C; e += N) {
-      const auto bits = hn::ShiftRight<16>(hn::LoadU(du, kt + e));
-      hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, r.kt16 + e);
-    }
+    Bf16BitsOfWidened(s.kt, dkp * C, r.kt16);
   }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);
   if (cx.amx) return;  // its state update multiplies V' by the decays instead
