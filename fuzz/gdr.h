@@ -10,10 +10,10 @@
 
 namespace txfuzz {
 
-// TXOPS_GDR_KERNEL (prefill kernel) and TXOPS_GDR_SPLIT (chunk mode), set or unset on every input.
+// TXOPS_GDR_KERNEL (prefill kernel) and TXOPS_GDR_SPLIT (chunk or column mode), set or unset on every input.
 inline void gdr_environment(Session& s) {
   static const char* const kKernels[] = {nullptr, "chunked", "recurrent", "auto"};
-  static const char* const kSplits[] = {nullptr, "chunks", "items"};
+  static const char* const kSplits[] = {nullptr, "chunks", "columns", "items"};
   const char* kernel = s.pick(kKernels, "cfg", "kernel");
   const char* split = s.pick(kSplits, "cfg", "split");
   if (kernel) setenv("TXOPS_GDR_KERNEL", kernel, 1); else unsetenv("TXOPS_GDR_KERNEL");

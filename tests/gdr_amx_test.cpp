@@ -95,8 +95,8 @@ TEST(GdrAmx, TilesMatchTheOracleAndTheFp32PathDoesToo) {
   EXPECT_GT(differing, 0) << "the AMX path gave the fp32 GEMM's bits on every problem: did it run?";
 }
 
-// Thread counts and chunk mode's column blocks never change the AMX path's bits.
-TEST(GdrAmx, BitIdenticalForOneToFourThreadsAndEitherMode) {
+// Thread counts, chunk mode and column mode never change the AMX path's bits.
+TEST(GdrAmx, BitIdenticalForOneToFourThreadsAndEveryMode) {
   if (!txops::amx_bf16_usable() || !txops::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AMX-BF16 on this CPU or OS";
   PrefillKernelScope kernel("chunked");
   AmxSwitch on(true);
@@ -105,6 +105,34 @@ TEST(GdrAmx, BitIdenticalForOneToFourThreadsAndEitherMode) {
     PrefillProblem problem(config);
     expect_chunk_mode_bit_identical_to_items_mode(problem);
   }
+}
+
+// The planner's split of one long sequence of one head on two threads: column mode on the AMX path (phase one is
+// cheap there beside the state pass), chunk mode on the fp32 path; a ragged batch stays out of column mode.
+TEST(GdrAmx, PlannerTakesColumnModeForOneHeadOnTheAmxPath) {
+  if (!txops::amx_bf16_usable() || !txops::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AMX-BF16 on this CPU or OS";
+  ScopedEnv split("TXOPS_GDR_SPLIT", nullptr);
+  PrefillKernelScope kernel("chunked");
+  ScopedThreads threads(2);
+  PrefillConfig c;
+  c.lengths = {4 * kChunk + 3};
+  c.dk = 128, c.dv = 64;
+  PrefillProblem one_head(c);
+  {
+    AmxSwitch on(true);
+    const std::string log = verbose_log(one_head);
+    EXPECT_NE(log.find("mode=columns(2 column blocks)"), std::string::npos) << log;
+  }
+  {
+    AmxSwitch off(false);
+    const std::string log = verbose_log(one_head);
+    EXPECT_NE(log.find("mode=chunks"), std::string::npos) << log;
+  }
+  c.lengths = {4 * kChunk + 3, kChunk};  // unequal: chunk mode's waves balance it
+  PrefillProblem ragged(c);
+  AmxSwitch on(true);
+  const std::string log = verbose_log(ragged);
+  EXPECT_NE(log.find("mode=chunks"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -28,6 +28,9 @@ struct GdrRowLayout {
   bool token_major = false;  // k and q of a token fit in registers next to a row (TokenMajorRows, OneTokenRows)
 };
 
+// How the chunked prefill kernel runs in parallel (GdrPlan::split).
+enum class GdrSplit { kItems, kChunks, kColumns };
+
 struct GdrPlan {
   GdrProblem problem;
   GdrRowLayout layout;
@@ -47,11 +50,13 @@ struct GdrPlan {
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only
   std::vector<int64_t> part_start; // threads + 1 entries: part k runs items [part_start[k], part_start[k + 1])
   int64_t scratch_floats = 0;      // per thread
-  // Chunked prefill in chunk mode (parallel over chunks; else items mode, parallel over (sequence, head)):
-  bool split_chunks = false;
-  int64_t wave_chunks = 0;         // chunks of every item per wave (phase one of a wave runs in parallel)
-  int64_t column_blocks = 1;       // Dv column blocks per item in the state pass
-  int64_t shared_floats = 0;       // the staged states of all items and one wave's chunk records
+  // Chunked prefill: items mode (parallel over (sequence, head)), chunk mode (waves of chunks: phase one parallel
+  // over chunks, the state pass over (item, Dv column block)) or column mode (each (item, column block) on one
+  // thread, phase one recomputed per block):
+  GdrSplit split = GdrSplit::kItems;
+  int64_t wave_chunks = 0;         // chunk mode: chunks of every item per wave (phase one of a wave runs in parallel)
+  int64_t column_blocks = 1;       // chunk and column mode: Dv column blocks per item in the state pass
+  int64_t shared_floats = 0;       // the staged state of every (item, column block) and one wave's chunk records
   int64_t snapshot_bytes = 0;      // decode with slot conflicts: start states copied before any write
 };
 

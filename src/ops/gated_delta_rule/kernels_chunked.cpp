@@ -10,11 +10,12 @@
 //   V' = (I + A)^{-1} (β⊙V - X_top)                   (forward substitution; equals U - W S0ᵀ of the spec)
 //   O  = X_bottom + P V'
 //   St ← exp(G_last) St + (Kᵀ ⊙ exp(G_last - G)) V'   (the decays folded into the columns of Kᵀ in phase one)
-// Two drivers: items mode (each thread owns whole (sequence, head) items and runs both phases per chunk in its
-// scratch) and chunk mode (waves of chunks: phase one of every chunk of the wave in parallel over chunks, then the
-// state pass in parallel over (item, Dv column block)). Both run the same two functions on the same data, and a
-// column block's arithmetic is that of the whole row (chunked_gemm-inl.h), so the bits do not depend on the mode
-// or the thread count. All arithmetic is fp32 (inputs widened exactly); outputs and final states are rounded once.
+// Three drivers: items mode (each thread owns whole (sequence, head) items and runs both phases per chunk in its
+// scratch), chunk mode (waves of chunks: phase one of every chunk of the wave in parallel over chunks, then the
+// state pass in parallel over (item, Dv column block)) and column mode (each (item, column block) on one thread,
+// which runs phase one itself: twice the phase-one work for two blocks, but no barriers and no records read from
+// another core). All run the same two functions on the same data, and a column block's arithmetic is that of the
+// whole row (chunked_gemm-inl.h), so the bits do not depend on the mode or the thread count. All arithmetic is fp32 (inputs widened exactly); outputs and final states are rounded once.
 // Serving options (args.h): the start state may be a pool row or zero, the final state goes to a pool row, and
 // the state after every checkpoint_every tokens is stored as a snapshot (the staged fp32 state, rounded only when
 // the snapshots are bf16); training: the corrected values V' of every token are stored too (the backward's U).
@@ -234,9 +235,37 @@ void RunItems(const ChunkContext& cx, int64_t begin, int64_t end, float* scratch
   }
 }
 
-// ---- chunk mode: waves of chunks over all items ----
+// ---- chunk and column modes: items split into Dv column blocks ----
 
 int64_t ChunkCount(const GdrProblem& p, int64_t b) { return (p.seq_length(b) + C - 1) / C; }
+
+// Columns [c0, c1) of column block `block` of `blocks`: whole 16-column groups.
+void BlockColumns(const ChunkContext& cx, int64_t blocks, int64_t block, int64_t* c0, int64_t* c1) {
+  balanced_range(cx.dvp / 16, static_cast<int>(blocks), static_cast<int>(block), c0, c1);
+  *c0 *= 16;
+  *c1 *= 16;
+}
+
+// Stages (store = false) or stores the states of units [0, items x blocks): unit u is item u / blocks, column
+// block u % blocks, staged in its own area staged + u * state_floats (plan.cpp: no two threads' columns share a
+// cache line).
+template <class TS>
+void StageOrStoreUnits(const GdrPlan& plan, const ChunkContext& cx, float* staged, bool store) {
+  const GdrProblem& p = *cx.p;
+  const int64_t nv = p.num_value_heads, blocks = plan.column_blocks;
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.ld);
+  parallel_parts(plan.threads, p.batch * nv * blocks, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t c0, c1;
+      BlockColumns(cx, blocks, u % blocks, &c0, &c1);
+      const int64_t b = u / blocks / nv, h = u / blocks % nv;
+      if (store)
+        StoreColumns<TS>(p, cx.ld, b, h, c0, c1, staged + u * state_floats);
+      else
+        StageColumns<TS>(p, cx.ld, b, h, c0, c1, staged + u * state_floats);
+    }
+  });
+}
 
 template <class TA, class TS>
 void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch, int64_t scratch_bytes,
@@ -247,24 +276,13 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
   GdrChunkRecord probe;
   const int64_t record_floats = gdr_carve_record(nullptr, cx.dkp, cx.dvp, &probe);
   float* staged = shared;
-  float* records = shared + items * state_floats;
-  auto columns = [&](int64_t block, int64_t* c0, int64_t* c1) {  // block of 16-column groups
-    balanced_range(cx.dvp / 16, static_cast<int>(blocks), static_cast<int>(block), c0, c1);
-    *c0 *= 16;
-    *c1 *= 16;
-  };
+  float* records = shared + items * blocks * state_floats;
   auto record = [&](int64_t slot) {
     GdrChunkRecord r;
     gdr_carve_record(records + slot * record_floats, cx.dkp, cx.dvp, &r);
     return r;
   };
-  parallel_parts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      int64_t c0, c1;
-      columns(u % blocks, &c0, &c1);
-      StageColumns<TS>(p, cx.ld, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
-    }
-  });
+  StageOrStoreUnits<TS>(plan, cx, staged, false);
   int64_t max_chunks = 0;
   for (int64_t b = 0; b < p.batch; ++b) max_chunks = std::max(max_chunks, ChunkCount(p, b));
   std::vector<int64_t> unit_item, unit_chunk, first_slot(static_cast<size_t>(items)), active;
@@ -301,24 +319,54 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
       for (int64_t u = begin; u < end; ++u) {
         const int64_t item = active[u / blocks], b = item / nv;
         int64_t c0, c1;
-        columns(u % blocks, &c0, &c1);
+        BlockColumns(cx, blocks, u % blocks, &c0, &c1);
+        float* st = staged + (item * blocks + u % blocks) * state_floats;
         for (int64_t c = w0; c < std::min(w1, ChunkCount(p, b)); ++c) {
           const int64_t t0 = p.seq_start[b] + c * C;
           const int64_t n = std::min(C, p.seq_start[b + 1] - t0);
-          StatePass<TA>(cx, item % nv, t0, n, record(first_slot[item] + c - w0), w, staged + item * state_floats,
-                        c0, c1);
-          StoreSnapshot(p, cx.ld, b, t0 + n - p.seq_start[b], item % nv, c0, c1, staged + item * state_floats);
+          StatePass<TA>(cx, item % nv, t0, n, record(first_slot[item] + c - w0), w, st, c0, c1);
+          StoreSnapshot(p, cx.ld, b, t0 + n - p.seq_start[b], item % nv, c0, c1, st);
         }
       }
       hwy::FlushStream();  // the streamed snapshots and V', before the barrier
     });
   }
-  parallel_parts(plan.threads, items * blocks, [&](int64_t, int64_t begin, int64_t end) {
+  StageOrStoreUnits<TS>(plan, cx, staged, true);
+}
+
+// Column mode: one parallel region; each (item, column block) runs every chunk of its item, phase one into the
+// thread's own record and then the state pass on its columns.
+template <class TA, class TS>
+void RunColumnBlocks(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch, int64_t scratch_bytes,
+                     float* shared) {
+  const GdrProblem& p = *cx.p;
+  const int64_t nv = p.num_value_heads, blocks = plan.column_blocks;
+  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.ld);
+  parallel_parts(plan.threads, p.batch * nv * blocks, [&](int64_t part, int64_t begin, int64_t end) {
+    GdrPackScratch s;
+    GdrChunkRecord r;
+    GdrPassScratch w;
+    float* cursor = reinterpret_cast<float*>(thread_scratch + part * scratch_bytes);
+    cursor += gdr_carve_pack(cursor, cx.dkp, &s);
+    cursor += gdr_carve_record(cursor, cx.dkp, cx.dvp, &r);
+    gdr_carve_pass(cursor, cx.dkp, cx.dvp, &w);
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
-      columns(u % blocks, &c0, &c1);
-      StoreColumns<TS>(p, cx.ld, u / blocks / nv, u / blocks % nv, c0, c1, staged + u / blocks * state_floats);
+      BlockColumns(cx, blocks, u % blocks, &c0, &c1);
+      const int64_t b = u / blocks / nv, h = u / blocks % nv;
+      float* st = shared + u * state_floats;
+      StageColumns<TS>(p, cx.ld, b, h, c0, c1, st);
+      const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
+      for (int64_t t0 = t_begin; t0 < t_end; t0 += C) {
+        const int64_t n = std::min(C, t_end - t0);
+        if (t0 + C < t_end) PrefetchChunk<TA>(p, h, t0 + C, std::min(C, t_end - t0 - C));
+        PrepareChunk<TA>(cx, h, t0, n, s, r);
+        StatePass<TA>(cx, h, t0, n, r, w, st, c0, c1);
+        StoreSnapshot(p, cx.ld, b, t0 + n - t_begin, h, c0, c1, st);
+      }
+      StoreColumns<TS>(p, cx.ld, b, h, c0, c1, st);
     }
+    hwy::FlushStream();  // the streamed snapshots and V', before the barrier
   });
 }
 
@@ -331,7 +379,9 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   cx.ld = gdr_state_row_stride(cx.dvp);
   cx.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
   cx.amx = plan.amx && cx.bf16_dot;
-  if (plan.split_chunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
+  if (plan.split == GdrSplit::kChunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
+  if (plan.split == GdrSplit::kColumns)
+    return RunColumnBlocks<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   parallel_parts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
     RunItems<TA, TS>(cx, plan.part_start[part], plan.part_start[part + 1],
                      reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));

@@ -3,10 +3,11 @@
 // fp32 scratch + the chunk-mode records and states + the decode start-state snapshot when slots conflict),
 // producing a PreparedOp whose run() executes the plan (TXOPS_VERBOSE names the kernel and the mode).
 // Prefill chooses the chunked or the recurrent kernel per shape (README.md, "Kernels"), and for the chunked
-// kernel items mode or chunk mode (parallel over chunks) by the balance of the items over the threads;
+// kernel items mode, chunk mode (parallel over chunks) or column mode by the balance of the items over the threads;
 // TXOPS_GDR_KERNEL and TXOPS_GDR_SPLIT override the choices for tests and benchmarks.
 #include <algorithm>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,9 +62,11 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
     if (verbose()) {
       const GdrProblem& p = plan->problem;
       char mode[64] = "";
-      if (plan->chunked && plan->split_chunks)
+      if (plan->chunked && plan->split == GdrSplit::kChunks)
         std::snprintf(mode, sizeof(mode), " mode=chunks(waves of %" PRId64 ", %" PRId64 " column blocks)",
                       plan->wave_chunks, plan->column_blocks);
+      else if (plan->chunked && plan->split == GdrSplit::kColumns)
+        std::snprintf(mode, sizeof(mode), " mode=columns(%" PRId64 " column blocks)", plan->column_blocks);
       else if (plan->chunked)
         std::snprintf(mode, sizeof(mode), " mode=items");
       if (plan->amx) std::strncat(mode, " x=amx", sizeof(mode) - std::strlen(mode) - 1);
@@ -110,48 +113,68 @@ std::vector<int64_t> item_costs(const GdrPlan& plan) {
   return costs;
 }
 
-// Chunk mode (parallel over chunks) for the chunked kernel: TXOPS_GDR_SPLIT=chunks|items forces it on or off;
-// otherwise it runs when items mode would leave the threads more than 20 % out of balance (few or unequal
-// items), the staged states of all items fit in 64 MiB, and there are at least two chunks.
+// Chunk mode (parallel over chunks) and column mode (parallel over Dv column blocks) for the chunked kernel:
+// TXOPS_GDR_SPLIT=chunks|columns|items forces one; otherwise the items are split further when items mode would
+// leave the threads more than 20 % out of balance (few or unequal items), the staged states fit in 64 MiB and
+// there are at least two chunks: column mode on the AMX path when every (item, column block) gets a thread of its
+// own and the sequences have equal chunk counts, else chunk mode.
 void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_cost) {
   const GdrProblem& p = plan->problem;
   const int max_threads = num_threads();
   const int64_t dkp = gdr_pad16(p.key_dim), dvp = gdr_pad16(p.value_dim);
   const int64_t state_floats = gdr_staged_state_floats(p.key_dim, gdr_state_row_stride(dvp));
-  int64_t chunks = 0;
-  for (int64_t b = 0; b < p.batch; ++b) chunks += (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk * p.num_value_heads;
-  const char* env = std::getenv("TXOPS_GDR_SPLIT");
-  bool split = false;
-  if (env != nullptr && std::strcmp(env, "chunks") == 0) {
-    split = true;
-  } else if (env == nullptr || std::strcmp(env, "items") != 0) {
-    split = max_threads > 1 && chunks >= 2 && plan->items * state_floats * 4 <= (int64_t{64} << 20) &&
-            items_mode_largest * max_threads > total_cost * 6 / 5;
-  }
-  if (!split) return;
-  plan->split_chunks = true;
-  plan->threads = max_threads;
   const int64_t items = plan->items, threads = max_threads, groups = dvp / 16;
   // Column blocks: the fewest that split items x blocks over the threads at least 90 % evenly (else the best).
-  int64_t best = 1;
+  int64_t blocks = 1;
   double best_eff = 0.0;
-  for (int64_t blocks = std::min(groups, (threads + items - 1) / items); blocks <= groups; ++blocks) {
-    const int64_t units = items * blocks;
+  for (int64_t b = std::min(groups, (threads + items - 1) / items); b <= groups; ++b) {
+    const int64_t units = items * b;
     const double eff = static_cast<double>(units) / (threads * ((units + threads - 1) / threads));
-    if (eff > best_eff + 1e-9) best = blocks, best_eff = eff;
+    if (eff > best_eff + 1e-9) blocks = b, best_eff = eff;
     if (eff >= 0.9) break;
   }
-  plan->column_blocks = best;
+  int64_t chunks = 0, fewest = INT64_MAX, most = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t c = (p.seq_length(b) + kGdrChunk - 1) / kGdrChunk;
+    chunks += c * p.num_value_heads;
+    fewest = std::min(fewest, c);
+    most = std::max(most, c);
+  }
+  const char* env = std::getenv("TXOPS_GDR_SPLIT");
+  if (env != nullptr && std::strcmp(env, "chunks") == 0) {
+    plan->split = GdrSplit::kChunks;
+  } else if (env != nullptr && std::strcmp(env, "columns") == 0) {
+    plan->split = GdrSplit::kColumns;
+  } else if (env == nullptr || std::strcmp(env, "items") != 0) {
+    const bool split = max_threads > 1 && chunks >= 2 && items * blocks * state_floats * 4 <= (int64_t{64} << 20) &&
+                       items_mode_largest * max_threads > total_cost * 6 / 5;
+    // Column mode repeats phase one per block: it pays where phase one is cheap beside the state pass (the AMX
+    // path: one head on two threads 3.6 against 3.85 ms in chunk mode), not on the fp32 paths (6.97 against 6.54
+    // ms without AMX, 8.51 against 8.32 on AVX2; README.md "Chunk mode").
+    if (split)
+      plan->split = plan->amx && items * blocks <= threads && fewest == most ? GdrSplit::kColumns : GdrSplit::kChunks;
+  }
+  if (plan->split == GdrSplit::kItems) return;
+  plan->threads = max_threads;
+  plan->column_blocks = blocks;
+  GdrPackScratch s;
   GdrChunkRecord r;
+  GdrPassScratch w;
   const int64_t record_floats = gdr_carve_record(nullptr, dkp, dvp, &r);
+  // Every (item, column block) stages its state in an area of its own: blocks of one row in one area put two
+  // threads' columns in neighbouring cache lines, which the prefetchers then moved back and forth (one head on two
+  // threads: 4.55 -> 3.80 ms, README.md "Chunk mode").
+  plan->shared_floats = items * blocks * state_floats;
+  plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dkp, dvp, &w);
+  if (plan->split == GdrSplit::kColumns) {  // phase one per block, into the thread's own record
+    plan->scratch_floats += record_floats;
+    return;
+  }
   // Waves: about 4 chunks per thread for phase one, at most 32 per item, records within 16 MiB.
   int64_t wave = std::min<int64_t>(32, (4 * threads + items - 1) / items);
   wave = std::max<int64_t>(1, std::min(wave, (int64_t{16} << 20) / (4 * record_floats * items)));
   plan->wave_chunks = wave;
-  plan->shared_floats = items * state_floats + items * wave * record_floats;
-  GdrPackScratch s;
-  GdrPassScratch w;
-  plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dkp, dvp, &w);
+  plan->shared_floats += items * wave * record_floats;
 }
 
 void plan_common(GdrPlan* plan, Isa isa) {
@@ -230,10 +253,10 @@ Status prepare_chunk_gated_delta_rule(const TensorView& query, const TensorView&
   const Isa isa = active_isa();
   plan->items = plan->problem.batch * plan->problem.num_value_heads;
   plan->chunked = choose_chunked(plan->problem, isa);
-  plan_common(plan.get(), isa);
   plan->avx512_bf16 = plan->chunked && isa == Isa::kAvx512 && cpu_has_avx512_bf16();
   plan->amx = plan->avx512_bf16 && plan->problem.query.dtype == DType::kBF16 &&
               gdr_pad16(plan->problem.key_dim) % 32 == 0 && amx_bf16_usable();
+  plan_common(plan.get(), isa);  // after amx: column mode is for the AMX path
   plan->prefill_one_token_direct = !plan->chunked && one_token_kernel_fits(*plan);
   *op = make_op(std::move(plan), isa, "chunk_gated_delta_rule");
   return Status();
