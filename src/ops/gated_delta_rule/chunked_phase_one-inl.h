@@ -268,11 +268,17 @@ inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScrat
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t i = 0; i < n; ++i) {
-    RowDifferences(s, i, np);
+    // Columns j <= i only: the vectors past row i's diagonal are zero in both masks (half the exponentials).
+    const int64_t je = std::min(np, (i + N) / N * N);
+    RowDifferences(s, i, je);
     float* a = gram + i * C;
     float* pr = gram + (n + i) * C;
     const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
-    for (int64_t j = 0; j < np; j += N) {
+    for (int64_t j = je; j < np; j += N) {
+      hn::StoreU(hn::Zero(df), df, a + j);
+      hn::StoreU(hn::Zero(df), df, pr + j);
+    }
+    for (int64_t j = 0; j < je; j += N) {
       const VF gamma = ExpOf(df, hn::LoadU(df, s.diff + j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
