@@ -312,11 +312,13 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
     }
     s.key_head = hk;
     s.key_t0 = t0;
+    s.record_operands = nullptr;
   }
   PackChunk<TA>(cx, h, t0, n, s, r);
-  if (cx.amx) {  // the AMX path's operands: [K; Q] (GramsBf16 made them) and Kᵀ as bf16
+  if (cx.amx && s.record_operands != r.kq16) {  // the AMX path's operands: [K; Q] (GramsBf16 made them), Kᵀ as bf16
     std::memcpy(r.kq16, s.kq16, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
     Bf16BitsOfWidened(s.kt, dkp * C, r.kt16);
+    s.record_operands = r.kq16;
   }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);
   if (cx.amx) return;  // its state update multiplies V' by the decays instead
