@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
@@ -47,6 +48,8 @@ struct ChunkContext {
   bool bf16_dot = false;     // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
   bool amx = false;          // the AMX path (GdrPlan::amx; implies bf16_dot): grams, X and the state update on tiles;
                              // the record keeps [K; Q] and Kᵀ as bf16 and the rows' scales
+  bool fp32_keys = true;     // the pack scratch's fp32 [K; Q] and Kᵀ are wanted (the backward's dq / dk steps); the
+                             // AMX forward reads only their bf16 forms, which contiguous bf16 rows give directly
 };
 
 template <class T>
@@ -116,6 +119,42 @@ void PackKeys(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const G
   }
   TransposeKeys(n, dkp, s.kq, s.kt);
 }
+
+#if HWY_TARGET == HWY_AVX3
+// The AMX forward's key operands straight from contiguous bf16 rows (ChunkContext::fp32_keys off): [K; Q] rows into
+// s.kq16 (the inputs' bits, zero past Dk) and Kᵀ in column pairs into s.kt16 — K's rows read as dkp/2 u32 pairs and
+// transposed as 32-bit words (TransposeKeys moves bits, no arithmetic), token columns >= n zero. The same bits as
+// widening, transposing and taking the upper halves (PackKeys, GramsBf16), in one pass over half the bytes.
+inline void PackKeysBf16(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const GdrPackScratch& s) {
+  const GdrProblem& p = *cx.p;
+  const int64_t dk = p.key_dim, dkp = cx.dkp;
+  const auto copy_row = [&](const hwy::bfloat16_t* src, uint16_t* dst) {
+    std::memcpy(dst, src, static_cast<size_t>(dk) * sizeof(uint16_t));
+    std::memset(dst + dk, 0, static_cast<size_t>(dkp - dk) * sizeof(uint16_t));
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    copy_row(Element<hwy::bfloat16_t>(p.key, t0 + i, hk), s.kq16 + i * dkp);
+    copy_row(Element<hwy::bfloat16_t>(p.query, t0 + i, hk), s.kq16 + (n + i) * dkp);
+  }
+  TransposeKeys(n, dkp / 2, reinterpret_cast<const float*>(s.kq16), reinterpret_cast<float*>(s.kt16));
+}
+
+// Kᵀ as bf16 rows (dkp x C) from Kᵀ in column pairs (dkp/2 rows of C u32): row 2q the low halves of pair row q,
+// row 2q + 1 the high halves.
+HWY_INLINE void UnpairRows(const uint16_t* pairs16, int64_t dkp, uint16_t* kt16) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToSigned<DF> di;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(du));
+  const uint32_t* pairs = reinterpret_cast<const uint32_t*>(pairs16);
+  for (int64_t q = 0; q < dkp / 2; ++q)
+    for (int64_t j = 0; j < C; j += N) {
+      const auto v = hn::LoadU(du, pairs + q * C + j);
+      hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, hn::And(v, hn::Set(du, 0xFFFFu)))), du16, kt16 + 2 * q * C + j);
+      hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(v))), du16, kt16 + (2 * q + 1) * C + j);
+    }
+}
+#endif
 
 // out[i] = e^(x0 + sign·cum[i]) rounded to fp32, i in [0, n) (sign ±1, so the argument is x0 ± cum[i] rounded
 // once, as the scalar sum would be). Double vectors through Highway's Exp (about 1 ulp of double; the fp32 results
@@ -299,16 +338,30 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t np = (n + N - 1) / N * N, dk = cx.p->key_dim, dkp = cx.dkp;
   const int64_t hk = h / cx.p->heads_per_key_head();
+#if HWY_TARGET == HWY_AVX3 && TXOPS_GDR_AMX
+  const bool direct = cx.amx && !cx.fp32_keys && std::is_same<TA, hwy::bfloat16_t>::value &&
+                      cx.p->key.strides[2] == 1 && cx.p->query.strides[2] == 1;
+#else
+  [[maybe_unused]] constexpr bool direct = false;
+#endif
   if (s.key_head != hk || s.key_t0 != t0) {
-    PackKeys<TA>(cx, hk, t0, n, s);
-#if HWY_TARGET == HWY_AVX3
-    if (cx.bf16_dot) {
-      GramsBf16(n, dkp, cx.amx, s, s.grams);
+#if HWY_TARGET == HWY_AVX3 && TXOPS_GDR_AMX
+    if (direct) {
+      PackKeysBf16(cx, hk, t0, n, s);
+      gdr_amx::GramsOnTiles(2 * n, dkp, s.kq16, s.kt16, s.grams);
     } else
 #endif
     {
-      Gemm(n, np, dk, s.kq, dkp, s.kt, C, s.grams, C, false, 1.0f, Triangle::kLowerC);                   // K Kᵀ
-      Gemm(n, np, dk, s.kq + n * dkp, dkp, s.kt, C, s.grams + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
+      PackKeys<TA>(cx, hk, t0, n, s);
+#if HWY_TARGET == HWY_AVX3
+      if (cx.bf16_dot) {
+        GramsBf16(n, dkp, cx.amx, s, s.grams);
+      } else
+#endif
+      {
+        Gemm(n, np, dk, s.kq, dkp, s.kt, C, s.grams, C, false, 1.0f, Triangle::kLowerC);                   // K Kᵀ
+        Gemm(n, np, dk, s.kq + n * dkp, dkp, s.kt, C, s.grams + n * C, C, false, 1.0f, Triangle::kLowerC);  // Q Kᵀ
+      }
     }
     s.key_head = hk;
     s.key_t0 = t0;
@@ -317,7 +370,12 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
   PackChunk<TA>(cx, h, t0, n, s, r);
   if (cx.amx && s.record_operands != r.kq16) {  // the AMX path's operands: [K; Q] (GramsBf16 made them), Kᵀ as bf16
     std::memcpy(r.kq16, s.kq16, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
-    Bf16BitsOfWidened(s.kt, dkp * C, r.kt16);
+#if HWY_TARGET == HWY_AVX3
+    if (direct)
+      UnpairRows(s.kt16, dkp, r.kt16);
+    else
+#endif
+      Bf16BitsOfWidened(s.kt, dkp * C, r.kt16);
     s.record_operands = r.kq16;
   }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);

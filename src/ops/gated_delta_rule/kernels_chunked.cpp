@@ -379,6 +379,7 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   cx.ld = gdr_state_row_stride(cx.dvp);
   cx.bf16_dot = plan.avx512_bf16 && std::is_same<TA, hwy::bfloat16_t>::value;
   cx.amx = plan.amx && cx.bf16_dot;
+  cx.fp32_keys = !cx.amx;  // the AMX forward reads only the bf16 [K; Q] and Kᵀ (PackKeysBf16)
   if (plan.split == GdrSplit::kChunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   if (plan.split == GdrSplit::kColumns)
     return RunColumnBlocks<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
