@@ -101,7 +101,6 @@ void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
   for (int64_t i = 0; i < n; ++i) {
     // Columns j <= i only: past row i's diagonal every mask is zero (the products' rows there become zeros).
     const int64_t je = std::min(np, (i + N) / N * N);
-    RowDifferences(ps, i, je);
     float* da = s.products + i * C;
     float* dp = s.products + (n + i) * C;
     const VF beta = hn::Set(df, ps.beta[i]), vscale = hn::Set(df, scale);
@@ -111,7 +110,7 @@ void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
       hn::StoreU(hn::Zero(df), df, dp + j);
     }
     for (int64_t j = 0; j < je; j += N) {
-      const VF gamma = ExpOf(df, hn::LoadU(df, ps.diff + j));
+      const VF gamma = ExpOf(df, DecayArguments(ps, i, j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       const VF va = hn::LoadU(df, da + j), vp = hn::LoadU(df, dp + j);

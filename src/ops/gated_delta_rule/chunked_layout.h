@@ -35,7 +35,6 @@ struct GdrPackScratch {
   float* kq = nullptr;       // 2C x dkp: K rows [0, n), Q rows [n, 2n), widened inputs
   float* beta = nullptr;     // C
   float* gamma = nullptr;    // C: e^G
-  float* diff = nullptr;     // C: G_i - G_j of one row (j <= i), 0 beyond
   double* cum = nullptr;     // C: G = cumsum(g), restarted per chunk
   uint16_t* kq16 = nullptr;  // 2C x dkp: [K; Q] as bf16 bits (vdpbf16ps grams)
   uint16_t* kt16 = nullptr;  // dkp/2 x C x 2: Kᵀ in column pairs, the vdpbf16ps operand layout
@@ -54,7 +53,6 @@ inline int64_t gdr_carve_pack(float* base, int64_t dkp, GdrPackScratch* s) {
   s->kq = c.take(2 * C * dkp);
   s->beta = c.take(C);
   s->gamma = c.take(C);
-  s->diff = c.take(C);
   s->cum = reinterpret_cast<double*>(c.take(2 * C));
   s->kq16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));
   s->kt16 = reinterpret_cast<uint16_t*>(c.take(C * dkp));

@@ -270,23 +270,24 @@ inline void GramsBf16(int64_t n, int64_t dkp, bool amx, const GdrPackScratch& s,
 }
 #endif
 
-// s.diff[j] = G_i − G_j for j <= i, 0 for i < j < np (row i of the decay exponents Γ_ij = e^{G_i − G_j}), the
-// double difference rounded to fp32, in double vectors (np <= C: the loads stay inside s.cum; lanes past row i,
-// whatever s.cum holds there, are masked to zero).
-inline void RowDifferences(const GdrPackScratch& s, int64_t i, int64_t np) {
+// G_i − G_j in lanes j .. j + N − 1 of an fp32 vector for j <= i, 0 beyond: the double difference rounded to fp32,
+// formed in double vectors and kept in registers (np <= C: the loads stay inside s.cum; lanes past row i, whatever
+// s.cum holds there, are masked to zero). Through memory, as rows of s.diff, each 512-bit load of the row met two
+// 256-bit stores that store forwarding cannot merge (~7 % of the AMX forward in MaskWithDecay).
+HWY_INLINE VF DecayArguments(const GdrPackScratch& s, int64_t i, int64_t j) {
+  const DF df;
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> dh;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(dd));
+  const hn::Repartition<double, DF> dd;
+  const hn::Half<DF> dh;
+  const int64_t M = static_cast<int64_t>(hn::Lanes(dd));
   const auto gi = hn::Set(dd, s.cum[i]);
-  for (int64_t j = 0; j < np; j += N) {
-    const auto keep = hn::FirstN(dd, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
-    const auto diff = hn::IfThenElseZero(keep, hn::Sub(gi, hn::LoadU(dd, s.cum + j)));
-    hn::StoreU(hn::DemoteTo(dh, diff), dh, s.diff + j);
-  }
+  const auto half = [&](int64_t j0) {
+    const auto keep = hn::FirstN(dd, static_cast<size_t>(i + 1 > j0 ? i + 1 - j0 : 0));
+    return hn::DemoteTo(dh, hn::IfThenElseZero(keep, hn::Sub(gi, hn::LoadU(dd, s.cum + j0))));
+  };
+  return hn::Combine(df, half(j + M), half(j));
 #else
-  for (int64_t j = 0; j <= i; ++j) s.diff[j] = static_cast<float>(s.cum[i] - s.cum[j]);
-  for (int64_t j = i + 1; j < np; ++j) s.diff[j] = 0.0f;
+  return hn::Set(df, j <= i ? static_cast<float>(s.cum[i] - s.cum[j]) : 0.0f);
 #endif
 }
 
@@ -309,7 +310,6 @@ inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScrat
   for (int64_t i = 0; i < n; ++i) {
     // Columns j <= i only: the vectors past row i's diagonal are zero in both masks (half the exponentials).
     const int64_t je = std::min(np, (i + N) / N * N);
-    RowDifferences(s, i, je);
     float* a = gram + i * C;
     float* pr = gram + (n + i) * C;
     const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
@@ -318,7 +318,7 @@ inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScrat
       hn::StoreU(hn::Zero(df), df, pr + j);
     }
     for (int64_t j = 0; j < je; j += N) {
-      const VF gamma = ExpOf(df, hn::LoadU(df, s.diff + j));
+      const VF gamma = ExpOf(df, DecayArguments(s, i, j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       const VF ka = hn::LoadU(df, raw + i * C + j), qk = hn::LoadU(df, raw + (n + i) * C + j);
