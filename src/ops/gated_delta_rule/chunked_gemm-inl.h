@@ -70,7 +70,9 @@ HWY_NOINLINE void GemmTile(int64_t kd, const float* a, int64_t lda, const float*
     HWY_UNROLL(8) for (int v = 0; v < NRV; ++v) hn::StoreU(acc[r][v], df, c + r * ldc + v * N);
 }
 
-// Rows [0, MR) of C over a column panel [0, cols) (cols a multiple of the vector length).
+// Rows [0, MR) of C over a column panel [0, cols) (cols a multiple of the vector length). The vectors left after
+// the full tiles go in one tile as wide as they are (the triangular products' panels end at 1-3 vectors; a
+// 1-vector tile loads a broadcast per FMA), which changes no element's order of accumulation.
 template <int MR>
 HWY_NOINLINE void GemmRowTile(int64_t cols, int64_t kd, const float* a, int64_t lda, const float* b, int64_t ldb,
                               float* c, int64_t ldc, bool accumulate, float c_scale) {
@@ -78,7 +80,14 @@ HWY_NOINLINE void GemmRowTile(int64_t cols, int64_t kd, const float* a, int64_t 
   int64_t col = 0;
   for (; col + kGemmVectors * N <= cols; col += kGemmVectors * N)
     GemmTile<MR, kGemmVectors>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
-  for (; col < cols; col += N) GemmTile<MR, 1>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
+  switch ((cols - col) / N) {
+#if HWY_TARGET == HWY_AVX3
+    case 3: return GemmTile<MR, 3>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
+    case 2: return GemmTile<MR, 2>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
+#endif
+    case 1: return GemmTile<MR, 1>(kd, a, lda, b + col, ldb, c + col, ldc, accumulate, c_scale);
+    default: return;
+  }
 }
 
 // Which part of a product is needed when C or A is triangular (row i of C needs columns j <= i; row i of A is zero
