@@ -48,8 +48,8 @@ struct ChunkContext {
   bool bf16_dot = false;     // grams with vdpbf16ps (bf16 activations, AVX3 CPUs with AVX512_BF16)
   bool amx = false;          // the AMX path (GdrPlan::amx; implies bf16_dot): grams, X and the state update on tiles;
                              // the record keeps [K; Q] and Kᵀ as bf16 and the rows' scales
-  bool fp32_keys = true;     // the pack scratch's fp32 [K; Q] and Kᵀ are wanted (the backward's dq / dk steps); the
-                             // AMX forward reads only their bf16 forms, which contiguous bf16 rows give directly
+  bool fp32_keys = true;     // the pack scratch's fp32 [K; Q] rows are wanted (the backward's dq / dk steps); the
+                             // AMX forward reads only their bf16 forms (PackKeysBf16)
 };
 
 template <class T>
@@ -121,10 +121,11 @@ void PackKeys(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const G
 }
 
 #if HWY_TARGET == HWY_AVX3
-// The AMX forward's key operands straight from contiguous bf16 rows (ChunkContext::fp32_keys off): [K; Q] rows into
-// s.kq16 (the inputs' bits, zero past Dk) and Kᵀ in column pairs into s.kt16 — K's rows read as dkp/2 u32 pairs and
-// transposed as 32-bit words (TransposeKeys moves bits, no arithmetic), token columns >= n zero. The same bits as
-// widening, transposing and taking the upper halves (PackKeys, GramsBf16), in one pass over half the bytes.
+// The AMX path's key operands straight from contiguous bf16 rows: [K; Q] rows into s.kq16 (the inputs' bits, zero
+// past Dk) and Kᵀ in column pairs into s.kt16 — K's rows read as dkp/2 u32 pairs and transposed as 32-bit words
+// (TransposeKeys moves bits, no arithmetic), token columns >= n zero; the fp32 rows s.kq widened from them only
+// where ChunkContext::fp32_keys asks (the backward). The same bits as widening, transposing and taking the upper
+// halves (PackKeys, GramsBf16); the fp32 Kᵀ (s.kt), which the AMX path does not read, is not made.
 inline void PackKeysBf16(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const GdrPackScratch& s) {
   const GdrProblem& p = *cx.p;
   const int64_t dk = p.key_dim, dkp = cx.dkp;
@@ -137,6 +138,9 @@ inline void PackKeysBf16(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t
     copy_row(Element<hwy::bfloat16_t>(p.query, t0 + i, hk), s.kq16 + (n + i) * dkp);
   }
   TransposeKeys(n, dkp / 2, reinterpret_cast<const float*>(s.kq16), reinterpret_cast<float*>(s.kt16));
+  if (!cx.fp32_keys) return;
+  for (int64_t i = 0; i < 2 * n; ++i)
+    LoadRow(reinterpret_cast<const hwy::bfloat16_t*>(s.kq16) + i * dkp, 1, dkp, dkp, 1.0f, s.kq + i * dkp);
 }
 
 // Kᵀ as bf16 rows (dkp x C) from Kᵀ in column pairs (dkp/2 rows of C u32): row 2q the low halves of pair row q,
@@ -339,7 +343,7 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
   const int64_t np = (n + N - 1) / N * N, dk = cx.p->key_dim, dkp = cx.dkp;
   const int64_t hk = h / cx.p->heads_per_key_head();
 #if HWY_TARGET == HWY_AVX3 && TXOPS_GDR_AMX
-  const bool direct = cx.amx && !cx.fp32_keys && std::is_same<TA, hwy::bfloat16_t>::value &&
+  const bool direct = cx.amx && std::is_same<TA, hwy::bfloat16_t>::value &&
                       cx.p->key.strides[2] == 1 && cx.p->query.strides[2] == 1;
 #else
   [[maybe_unused]] constexpr bool direct = false;
