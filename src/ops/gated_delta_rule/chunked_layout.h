@@ -42,8 +42,9 @@ struct GdrPackScratch {
   float* grams = nullptr;    // 2C x C: [K; Q] Kᵀ before the masks (lower triangle and the 16-column tiles it hits)
   // kq, kt and grams hold the key head `key_head`'s chunk at token `key_t0` (value heads of one key head share them).
   int64_t key_head = -1, key_t0 = -1;
-  // The AMX path: the record whose bf16 [K; Q] and Kᵀ (GdrChunkRecord::kq16, kt16) already hold that chunk's, made
-  // for the previous value head into the same record (items mode, the backward), which the next one then keeps.
+  // The AMX path: the record whose bf16 [K; Q] and Kᵀ (GdrChunkRecord::kq16, kt16) hold that chunk's (made for an
+  // earlier value head; the same record in items mode and the backward, which the next value head then keeps).
+  // From contiguous bf16 rows (PackKeysBf16) they are made there directly and kq16 above is not used.
   const uint16_t* record_operands = nullptr;
 };
 

@@ -121,26 +121,32 @@ void PackKeys(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const G
 }
 
 #if HWY_TARGET == HWY_AVX3
-// The AMX path's key operands straight from contiguous bf16 rows: [K; Q] rows into s.kq16 (the inputs' bits, zero
-// past Dk) and Kᵀ in column pairs into s.kt16 — K's rows read as dkp/2 u32 pairs and transposed as 32-bit words
-// (TransposeKeys moves bits, no arithmetic), token columns >= n zero; the fp32 rows s.kq widened from them only
-// where ChunkContext::fp32_keys asks (the backward). The same bits as widening, transposing and taking the upper
-// halves (PackKeys, GramsBf16); the fp32 Kᵀ (s.kt), which the AMX path does not read, is not made.
-inline void PackKeysBf16(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const GdrPackScratch& s) {
+// The AMX path's key operands straight from contiguous bf16 rows: [K; Q] rows into kq16 (a record's: the inputs'
+// bits, zero past Dk) and Kᵀ in column pairs into s.kt16 — K's rows read as dkp/2 u32 pairs and transposed as
+// 32-bit words (TransposeKeys moves bits, no arithmetic), token columns >= n zero; the fp32 rows s.kq widened from
+// them only where ChunkContext::fp32_keys asks (the backward). The same bits as widening, transposing and taking
+// the upper halves (PackKeys, GramsBf16); the fp32 Kᵀ (s.kt), which the AMX path does not read, is not made.
+inline void PackKeysBf16(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t n, const GdrPackScratch& s,
+                         uint16_t* kq16) {
   const GdrProblem& p = *cx.p;
   const int64_t dk = p.key_dim, dkp = cx.dkp;
-  const auto copy_row = [&](const hwy::bfloat16_t* src, uint16_t* dst) {
-    std::memcpy(dst, src, static_cast<size_t>(dk) * sizeof(uint16_t));
-    std::memset(dst + dk, 0, static_cast<size_t>(dkp - dk) * sizeof(uint16_t));
+  const hn::ScalableTag<uint16_t> d16;
+  const int64_t N16 = static_cast<int64_t>(hn::Lanes(d16));
+  const auto copy_row = [&](const hwy::bfloat16_t* row, uint16_t* dst) {
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(row);
+    int64_t j = 0;
+    for (; j + N16 <= dk; j += N16) hn::StoreU(hn::LoadU(d16, src + j), d16, dst + j);
+    for (; j < dk; ++j) dst[j] = src[j];
+    for (; j < dkp; ++j) dst[j] = 0;
   };
   for (int64_t i = 0; i < n; ++i) {
-    copy_row(Element<hwy::bfloat16_t>(p.key, t0 + i, hk), s.kq16 + i * dkp);
-    copy_row(Element<hwy::bfloat16_t>(p.query, t0 + i, hk), s.kq16 + (n + i) * dkp);
+    copy_row(Element<hwy::bfloat16_t>(p.key, t0 + i, hk), kq16 + i * dkp);
+    copy_row(Element<hwy::bfloat16_t>(p.query, t0 + i, hk), kq16 + (n + i) * dkp);
   }
-  TransposeKeys(n, dkp / 2, reinterpret_cast<const float*>(s.kq16), reinterpret_cast<float*>(s.kt16));
+  TransposeKeys(n, dkp / 2, reinterpret_cast<const float*>(kq16), reinterpret_cast<float*>(s.kt16));
   if (!cx.fp32_keys) return;
   for (int64_t i = 0; i < 2 * n; ++i)
-    LoadRow(reinterpret_cast<const hwy::bfloat16_t*>(s.kq16) + i * dkp, 1, dkp, dkp, 1.0f, s.kq + i * dkp);
+    LoadRow(reinterpret_cast<const hwy::bfloat16_t*>(kq16) + i * dkp, 1, dkp, dkp, 1.0f, s.kq + i * dkp);
 }
 
 // Kᵀ as bf16 rows (dkp x C) from Kᵀ in column pairs (dkp/2 rows of C u32): row 2q the low halves of pair row q,
@@ -350,9 +356,10 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
 #endif
   if (s.key_head != hk || s.key_t0 != t0) {
 #if HWY_TARGET == HWY_AVX3 && TXOPS_GDR_AMX
-    if (direct) {
-      PackKeysBf16(cx, hk, t0, n, s);
-      gdr_amx::GramsOnTiles(2 * n, dkp, s.kq16, s.kt16, s.grams);
+    if (direct) {  // the rows go straight into this record, which then holds the operands
+      PackKeysBf16(cx, hk, t0, n, s, r.kq16);
+      gdr_amx::GramsOnTiles(2 * n, dkp, r.kq16, s.kt16, s.grams);
+      UnpairRows(s.kt16, dkp, r.kt16);
     } else
 #endif
     {
@@ -369,17 +376,20 @@ void PrepareChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, GdrP
     }
     s.key_head = hk;
     s.key_t0 = t0;
-    s.record_operands = nullptr;
+    s.record_operands = direct ? r.kq16 : nullptr;
   }
   PackChunk<TA>(cx, h, t0, n, s, r);
-  if (cx.amx && s.record_operands != r.kq16) {  // the AMX path's operands: [K; Q] (GramsBf16 made them), Kᵀ as bf16
-    std::memcpy(r.kq16, s.kq16, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
+  if (cx.amx && s.record_operands != r.kq16) {  // the AMX path's operands: [K; Q] and Kᵀ as bf16
 #if HWY_TARGET == HWY_AVX3
-    if (direct)
+    if (direct) {  // from the record that holds them (of this parallel region: not yet overwritten)
+      std::memcpy(r.kq16, s.record_operands, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
       UnpairRows(s.kt16, dkp, r.kt16);
-    else
+    } else
 #endif
+    {
+      std::memcpy(r.kq16, s.kq16, static_cast<size_t>(2 * n * dkp) * sizeof(uint16_t));
       Bf16BitsOfWidened(s.kt, dkp * C, r.kt16);
+    }
     s.record_operands = r.kq16;
   }
   MaskWithDecay(n, np, cx.p->scale, s, r.gram);
