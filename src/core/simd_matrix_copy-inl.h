@@ -51,6 +51,39 @@ HWY_INLINE void TransposeTile8x8(__m256 (&r)[8]) {
 #define TXOPS_HAVE_TILE_TRANSPOSE 0
 #endif
 
+#if HWY_TARGET == HWY_AVX3
+// r[i] (row i of a 16 x 16 tile) becomes column i: four shuffle stages of 16 operations (64 for 256 elements, where
+// four 8 x 8 tiles take 96), and every row loaded or stored is a whole fp32 line.
+HWY_INLINE void TransposeTile16x16(__m512 (&r)[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {  // pairs of rows interleaved within each 128-bit lane
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m512 u[16];  // u[4g + k]: rows 4g .. 4g + 3 of columns k, k + 4, k + 8, k + 12 (one per lane)
+  for (int g = 0; g < 4; ++g) {
+    const __m512 *a = t + 4 * g;
+    u[4 * g + 0] = _mm512_shuffle_ps(a[0], a[2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(a[0], a[2], 0xEE);
+    u[4 * g + 2] = _mm512_shuffle_ps(a[1], a[3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(a[1], a[3], 0xEE);
+  }
+  __m512 v[16];  // row groups (0, 1) and (2, 3) side by side: columns k, k + 8 in v[k]; k + 4, k + 12 in v[4 + k]
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88);
+    v[4 + k] = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xDD);
+    v[8 + k] = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88);
+    v[12 + k] = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xDD);
+  }
+  for (int k = 0; k < 4; ++k) {
+    r[k] = _mm512_shuffle_f32x4(v[k], v[8 + k], 0x88);
+    r[k + 8] = _mm512_shuffle_f32x4(v[k], v[8 + k], 0xDD);
+    r[k + 4] = _mm512_shuffle_f32x4(v[4 + k], v[12 + k], 0x88);
+    r[k + 12] = _mm512_shuffle_f32x4(v[4 + k], v[12 + k], 0xDD);
+  }
+}
+#endif
+
 // Tiles of 8 columns of the transposed source per step: two tiles along its contiguous dimension, so 16
 // elements (a whole fp32 line) of each of its 8 rows are used at once.
 constexpr int64_t kTileColumns = 16;
@@ -94,7 +127,27 @@ HWY_INLINE void LoadMatrixF32(const T* src, int64_t row_stride, int64_t col_stri
       TransposeTile8x8(t);
       for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (r + j) * ld_dst + c, t[j]);
     };
+#if HWY_TARGET == HWY_AVX3
+    // Blocks of 16 rows: 16 x 16 tiles, then 8 x 8 ones and single elements for the last columns.
+    const hn::FixedTag<float, 16> d16;
+    const int64_t c16 = cols / 16 * 16, c8 = cols / 8 * 8;
+    for (; r0 + 16 <= rows; r0 += 16) {
+      for (int64_t c = 0; c < c16; c += 16) {
+        __m512 t[16];
+        for (int i = 0; i < 16; ++i) t[i] = LoadF32(d16, src + (c + i) * col_stride + r0).raw;
+        TransposeTile16x16(t);
+        for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + (r0 + j) * ld_dst + c, t[j]);
+      }
+      for (int64_t c = c16; c < c8; c += 8) {
+        tile(r0, c);
+        tile(r0 + 8, c);
+      }
+      for (int64_t c = c8; c < cols; ++c)
+        for (int64_t r = r0; r < r0 + 16; ++r) element(r, c);
+    }
+#else
     r0 = ForEachTile(rows, cols, tile, element);
+#endif
   }
 #endif
   for (int64_t r = r0; r < rows; ++r)
