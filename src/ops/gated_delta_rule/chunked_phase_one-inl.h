@@ -98,6 +98,16 @@ HWY_INLINE void Transpose8x8(const float* src, int64_t ld_src, float* dst, int64
 // kt (dkp x C) = Kᵀ of the first n rows of kq (row stride dkp, padded columns zero); token columns >= n zero.
 inline void TransposeKeys(int64_t n, int64_t dkp, const float* kq, float* kt) {
   int64_t i0 = 0;
+#if HWY_TARGET == HWY_AVX3
+  if (dkp % 16 == 0)  // 16 x 16 tiles (core/simd_matrix_copy-inl.h) for blocks of 16 tokens
+    for (; i0 + 16 <= n; i0 += 16)
+      for (int64_t c0 = 0; c0 < dkp; c0 += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(kq + (i0 + i) * dkp + c0);
+        TransposeTile16x16(r);
+        for (int i = 0; i < 16; ++i) _mm512_storeu_ps(kt + (c0 + i) * C + i0, r[i]);
+      }
+#endif
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
   for (; i0 + 8 <= n; i0 += 8)
     for (int64_t c0 = 0; c0 < dkp; c0 += 8) Transpose8x8(kq + i0 * dkp + c0, dkp, kt + c0 * C + i0, C);
