@@ -15,7 +15,8 @@
 // state pass in parallel over (item, Dv column block)) and column mode (each (item, column block) on one thread,
 // which runs phase one itself: twice the phase-one work for two blocks, but no barriers and no records read from
 // another core). All run the same two functions on the same data, and a column block's arithmetic is that of the
-// whole row (chunked_gemm-inl.h), so the bits do not depend on the mode or the thread count. All arithmetic is fp32 (inputs widened exactly); outputs and final states are rounded once.
+// whole row (chunked_gemm-inl.h), so the bits do not depend on the mode or the thread count. All arithmetic is fp32
+// (inputs widened exactly); outputs and final states are rounded once.
 // Serving options (args.h): the start state may be a pool row or zero, the final state goes to a pool row, and
 // the state after every checkpoint_every tokens is stored as a snapshot (the staged fp32 state, rounded only when
 // the snapshots are bf16); training: the corrected values V' of every token are stored too (the backward's U).

@@ -150,7 +150,7 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
                        items_mode_largest * max_threads > total_cost * 6 / 5;
     // Column mode repeats phase one per block: it pays where phase one is cheap beside the state pass (the AMX
     // path: one head on two threads 3.6 against 3.85 ms in chunk mode), not on the fp32 paths (6.97 against 6.54
-    // ms without AMX, 8.51 against 8.32 on AVX2; README.md "Chunk mode").
+    // ms without AMX, 8.51 against 8.32 on AVX2; README.md "Speed, session 24").
     if (split)
       plan->split = plan->amx && items * blocks <= threads && fewest == most ? GdrSplit::kColumns : GdrSplit::kChunks;
   }
@@ -163,7 +163,7 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
   const int64_t record_floats = gdr_carve_record(nullptr, dkp, dvp, &r);
   // Every (item, column block) stages its state in an area of its own: blocks of one row in one area put two
   // threads' columns in neighbouring cache lines, which the prefetchers then moved back and forth (one head on two
-  // threads: 4.55 -> 3.80 ms, README.md "Chunk mode").
+  // threads: 4.55 -> 3.80 ms, README.md "Speed, session 24").
   plan->shared_floats = items * blocks * state_floats;
   plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dkp, dvp, &w);
   if (plan->split == GdrSplit::kColumns) {  // phase one per block, into the thread's own record
