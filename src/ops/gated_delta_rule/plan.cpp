@@ -117,7 +117,7 @@ std::vector<int64_t> item_costs(const GdrPlan& plan) {
 // TXOPS_GDR_SPLIT=chunks|columns|items forces one; otherwise the items are split further when items mode would
 // leave the threads more than 20 % out of balance (few or unequal items), the staged states fit in 64 MiB and
 // there are at least two chunks: column mode on the AMX path when every (item, column block) gets a thread of its
-// own and the sequences have equal chunk counts, else chunk mode.
+// own, an item has at most two blocks and the sequences have equal chunk counts, else chunk mode.
 void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_cost) {
   const GdrProblem& p = plan->problem;
   const int max_threads = num_threads();
@@ -150,9 +150,11 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
                        items_mode_largest * max_threads > total_cost * 6 / 5;
     // Column mode repeats phase one per block: it pays where phase one is cheap beside the state pass (the AMX
     // path: one head on two threads 3.6 against 3.85 ms in chunk mode), not on the fp32 paths (6.97 against 6.54
-    // ms without AMX, 8.51 against 8.32 on AVX2; README.md "Speed, session 24").
+    // ms without AMX, 8.51 against 8.32 on AVX2; README.md "Speed, session 24"). Measured with two blocks only:
+    // with more, phase one's repeats grow and chunk mode keeps them spread.
     if (split)
-      plan->split = plan->amx && items * blocks <= threads && fewest == most ? GdrSplit::kColumns : GdrSplit::kChunks;
+      plan->split = plan->amx && blocks <= 2 && items * blocks <= threads && fewest == most ? GdrSplit::kColumns
+                                                                                             : GdrSplit::kChunks;
   }
   if (plan->split == GdrSplit::kItems) return;
   plan->threads = max_threads;
