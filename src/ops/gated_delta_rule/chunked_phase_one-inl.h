@@ -16,6 +16,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -85,37 +86,12 @@ void PrefetchRows(const TensorView& v, int64_t t0, int64_t n, int64_t head, int6
   }
 }
 
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-// dst (8 x 8, row stride ld_dst) = transpose of src (8 x 8, row stride ld_src).
-HWY_INLINE void Transpose8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
-  __m256 r[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
-  TransposeTile8x8(r);
-  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ld_dst, r[i]);
-}
-#endif
-
-// kt (dkp x C) = Kᵀ of the first n rows of kq (row stride dkp, padded columns zero); token columns >= n zero.
+// kt (dkp x C) = Kᵀ of the first n rows of kq (row stride dkp, padded columns zero); token columns >= n zero. A
+// transposed copy (core/simd_matrix_copy-inl.h: 16 x 16 / 8 x 8 register tiles); it moves the bits as they are, so
+// it also transposes 32-bit pairs of bf16 read as floats (PackKeysBf16).
 inline void TransposeKeys(int64_t n, int64_t dkp, const float* kq, float* kt) {
-  int64_t i0 = 0;
-#if HWY_TARGET == HWY_AVX3
-  if (dkp % 16 == 0)  // 16 x 16 tiles (core/simd_matrix_copy-inl.h) for blocks of 16 tokens
-    for (; i0 + 16 <= n; i0 += 16)
-      for (int64_t c0 = 0; c0 < dkp; c0 += 16) {
-        __m512 r[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(kq + (i0 + i) * dkp + c0);
-        TransposeTile16x16(r);
-        for (int i = 0; i < 16; ++i) _mm512_storeu_ps(kt + (c0 + i) * C + i0, r[i]);
-      }
-#endif
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-  for (; i0 + 8 <= n; i0 += 8)
-    for (int64_t c0 = 0; c0 < dkp; c0 += 8) Transpose8x8(kq + i0 * dkp + c0, dkp, kt + c0 * C + i0, C);
-#endif
-  for (int64_t c = 0; c < dkp; ++c) {
-    for (int64_t i = i0; i < n; ++i) kt[c * C + i] = kq[i * dkp + c];
-    for (int64_t i = n; i < C; ++i) kt[c * C + i] = 0.0f;
-  }
+  LoadMatrixF32(kq, 1, dkp, dkp, n, kt, C);
+  for (int64_t c = 0; c < dkp; ++c) std::fill(kt + c * C + n, kt + (c + 1) * C, 0.0f);
 }
 
 // Packs tokens [t0, t0 + n) of key head hk: [K; Q] widened, Kᵀ (scratch).
