@@ -56,7 +56,7 @@ struct GdrPlan {
   GdrSplit split = GdrSplit::kItems;
   int64_t wave_chunks = 0;         // chunk mode: chunks of every item per wave (phase one of a wave runs in parallel)
   int64_t column_blocks = 1;       // chunk and column mode: Dv column blocks per item in the state pass
-  int64_t shared_floats = 0;       // the staged state of every (item, column block) and one wave's chunk records
+  int64_t shared_floats = 0;       // chunk mode: the staged state of every (item, column block), one wave's records
   int64_t snapshot_bytes = 0;      // decode with slot conflicts: start states copied before any write
 };
 

@@ -188,11 +188,13 @@ void PrefetchChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n) {
   PrefetchRows<TA>(p.value, t0, n, h, p.value_dim);
 }
 
-// Value heads [h_begin, h_end) of sequence b: stage each S0ᵀ, run the chunks in order (chunks outermost, heads
-// inside, so a chunk's rows of q, k, v, out, which all heads share a few pages with, are read while hot), store
-// the final states. `scratch` holds a pack scratch, one record, a pass scratch, then the staged states.
+// Value heads [h_begin, h_end) of sequence b, state columns [c0, c1) (column mode: a block; else all): stage each
+// S0ᵀ, run the chunks in order (chunks outermost, heads inside, so a chunk's rows of q, k, v, out, which all heads
+// share a few pages with, are read while hot), store the final states. `scratch` holds a pack scratch, one record,
+// a pass scratch, then the staged states.
 template <class TA, class TS>
-void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h_end, float* scratch) {
+void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h_end, float* scratch, int64_t c0,
+                   int64_t c1) {
   const GdrProblem& p = *cx.p;
   GdrPackScratch s;
   GdrChunkRecord r;
@@ -202,7 +204,7 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
   float* staged = cursor + gdr_carve_pass(cursor, cx.dkp, cx.dvp, &w);
   const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.ld);
   for (int64_t h = h_begin; h < h_end; ++h)
-    StageColumns<TS>(p, cx.ld, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
+    StageColumns<TS>(p, cx.ld, b, h, c0, c1, staged + (h - h_begin) * state_floats);
   const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
   for (int64_t t0 = t_begin; t0 < t_end; t0 += C) {
     const int64_t n = std::min(C, t_end - t0);
@@ -215,12 +217,12 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
         PrefetchChunk<TA>(p, h_begin, t0 + C, std::min(C, t_end - t0 - C));
       }
       PrepareChunk<TA>(cx, h, t0, n, s, r);
-      StatePass<TA>(cx, h, t0, n, r, w, staged + (h - h_begin) * state_floats, 0, cx.dvp);
-      StoreSnapshot(p, cx.ld, b, t0 + n - t_begin, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
+      StatePass<TA>(cx, h, t0, n, r, w, staged + (h - h_begin) * state_floats, c0, c1);
+      StoreSnapshot(p, cx.ld, b, t0 + n - t_begin, h, c0, c1, staged + (h - h_begin) * state_floats);
     }
   }
   for (int64_t h = h_begin; h < h_end; ++h)
-    StoreColumns<TS>(p, cx.ld, b, h, 0, cx.dvp, staged + (h - h_begin) * state_floats);
+    StoreColumns<TS>(p, cx.ld, b, h, c0, c1, staged + (h - h_begin) * state_floats);
   hwy::FlushStream();  // the streamed snapshots and V', before the caller's barrier
 }
 
@@ -231,7 +233,7 @@ void RunItems(const ChunkContext& cx, int64_t begin, int64_t end, float* scratch
   for (int64_t item = begin; item < end;) {
     const int64_t b = item / nv, h_begin = item % nv;
     const int64_t h_end = std::min(nv, h_begin + (end - item));
-    SequenceHeads<TA, TS>(cx, b, h_begin, h_end, scratch);
+    SequenceHeads<TA, TS>(cx, b, h_begin, h_end, scratch, 0, cx.dvp);
     item += h_end - h_begin;
   }
 }
@@ -335,39 +337,19 @@ void RunWaves(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch,
   StageOrStoreUnits<TS>(plan, cx, staged, true);
 }
 
-// Column mode: one parallel region; each (item, column block) runs every chunk of its item, phase one into the
-// thread's own record and then the state pass on its columns.
+// Column mode: one parallel region; each (item, column block) runs as items mode runs one head, on its columns
+// only (phase one into the thread's own record, the state staged in the thread's scratch).
 template <class TA, class TS>
-void RunColumnBlocks(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch, int64_t scratch_bytes,
-                     float* shared) {
-  const GdrProblem& p = *cx.p;
-  const int64_t nv = p.num_value_heads, blocks = plan.column_blocks;
-  const int64_t state_floats = gdr_staged_state_floats(p.key_dim, cx.ld);
-  parallel_parts(plan.threads, p.batch * nv * blocks, [&](int64_t part, int64_t begin, int64_t end) {
-    GdrPackScratch s;
-    GdrChunkRecord r;
-    GdrPassScratch w;
-    float* cursor = reinterpret_cast<float*>(thread_scratch + part * scratch_bytes);
-    cursor += gdr_carve_pack(cursor, cx.dkp, &s);
-    cursor += gdr_carve_record(cursor, cx.dkp, cx.dvp, &r);
-    gdr_carve_pass(cursor, cx.dkp, cx.dvp, &w);
+void RunColumnBlocks(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch, int64_t scratch_bytes) {
+  const int64_t nv = cx.p->num_value_heads, blocks = plan.column_blocks;
+  parallel_parts(plan.threads, cx.p->batch * nv * blocks, [&](int64_t part, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
       BlockColumns(cx, blocks, u % blocks, &c0, &c1);
       const int64_t b = u / blocks / nv, h = u / blocks % nv;
-      float* st = shared + u * state_floats;
-      StageColumns<TS>(p, cx.ld, b, h, c0, c1, st);
-      const int64_t t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
-      for (int64_t t0 = t_begin; t0 < t_end; t0 += C) {
-        const int64_t n = std::min(C, t_end - t0);
-        if (t0 + C < t_end) PrefetchChunk<TA>(p, h, t0 + C, std::min(C, t_end - t0 - C));
-        PrepareChunk<TA>(cx, h, t0, n, s, r);
-        StatePass<TA>(cx, h, t0, n, r, w, st, c0, c1);
-        StoreSnapshot(p, cx.ld, b, t0 + n - t_begin, h, c0, c1, st);
-      }
-      StoreColumns<TS>(p, cx.ld, b, h, c0, c1, st);
+      SequenceHeads<TA, TS>(cx, b, h, h + 1, reinterpret_cast<float*>(thread_scratch + part * scratch_bytes), c0,
+                            c1);
     }
-    hwy::FlushStream();  // the streamed snapshots and V', before the barrier
   });
 }
 
@@ -382,8 +364,7 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   cx.amx = plan.amx && cx.bf16_dot;
   cx.fp32_keys = !cx.amx;  // the AMX forward reads only the bf16 [K; Q] and Kᵀ (PackKeysBf16)
   if (plan.split == GdrSplit::kChunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
-  if (plan.split == GdrSplit::kColumns)
-    return RunColumnBlocks<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
+  if (plan.split == GdrSplit::kColumns) return RunColumnBlocks<TA, TS>(plan, cx, thread_scratch, scratch_bytes);
   parallel_parts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
     RunItems<TA, TS>(cx, plan.part_start[part], plan.part_start[part + 1],
                      reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));

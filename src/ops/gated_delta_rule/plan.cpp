@@ -166,12 +166,12 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
   // Every (item, column block) stages its state in an area of its own: blocks of one row in one area put two
   // threads' columns in neighbouring cache lines, which the prefetchers then moved back and forth (one head on two
   // threads: 4.55 -> 3.80 ms, README.md "Speed, session 24").
-  plan->shared_floats = items * blocks * state_floats;
   plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dkp, dvp, &w);
-  if (plan->split == GdrSplit::kColumns) {  // phase one per block, into the thread's own record
-    plan->scratch_floats += record_floats;
+  if (plan->split == GdrSplit::kColumns) {  // items mode's scratch for one head: a record and one staged state
+    plan->scratch_floats += record_floats + state_floats;
     return;
   }
+  plan->shared_floats = items * blocks * state_floats;
   // Waves: about 4 chunks per thread for phase one, at most 32 per item, records within 16 MiB.
   int64_t wave = std::min<int64_t>(32, (4 * threads + items - 1) / items);
   wave = std::max<int64_t>(1, std::min(wave, (int64_t{16} << 20) / (4 * record_floats * items)));
