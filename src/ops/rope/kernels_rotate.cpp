@@ -8,7 +8,7 @@
 // one fused multiply-add, then one round-to-nearest-even to the output dtype.
 //
 // Row kernels by mode (contiguous last dims; any other stride goes through the fp32 row buffers):
-//   half / quarter   lane-aligned halves: no shuffles at all
+//   half / quarter   lane-aligned halves: no shuffles at all (bf16 quarters of one vector: one half swap)
 //   interleave       partner = Shuffle2301 (swap adjacent lanes), signs by OddEven
 //   interleave-half  forward: ConcatEven/ConcatOdd de-interleave (bf16: block order, core/simd_convert-inl.h);
 //                    backward: StoreInterleaved2 re-interleave; in place, the row is first copied aside (outputs
@@ -171,6 +171,34 @@ HWY_INLINE void HalfBlockRow(bool stream, const BF* in, BF* out, const BF* c, co
   HalfBlockRow<bwd, BF, BF>(stream, in, out, c, s, h, j);
 }
 
+// quarter, with quarters of one vector (N channels): a pair vector of 2N channels is the half rule's whole block,
+// its lanes [0, N/2) the first quarter's even (or odd) channels and [N/2, N) the second's, so each element's partner
+// is the lane N/2 away: one swap of the vector's halves instead of the generic path's widening loads and per-vector
+// rounding. The sign goes on by an xor (what Neg is), so the bits are the half rule's.
+template <bool bwd>
+HWY_INLINE void QuarterPairRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t h) {
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  const size_t lanes = hn::Lanes(df);
+  // -0.0 on the lanes whose partner product is subtracted: the first quarter forward, the second backward.
+  const auto first = hn::FirstN(du, lanes / 2);
+  const VF sign = hn::BitCast(df, bwd ? hn::IfThenZeroElse(first, hn::Set(du, 0x80000000u))
+                                      : hn::IfThenElseZero(first, hn::Set(du, 0x80000000u)));
+  for (int64_t o = 0; o < 2 * h; o += h) {  // the two half-rule blocks of the row
+    VF x[2], cv[2], sv[2], y[2];
+    LoadPairs(in + o, &x[0], &x[1]);
+    LoadPairs(c + o, &cv[0], &cv[1]);
+    LoadPairs(s + o, &sv[0], &sv[1]);
+    for (int p = 0; p < 2; ++p) {
+      // forward: partner x times this lane's sin; backward: the partner's x times the partner's sin
+      const VF prod = bwd ? hn::ConcatLowerUpper(df, hn::Mul(x[p], sv[p]), hn::Mul(x[p], sv[p]))
+                          : hn::Mul(hn::ConcatLowerUpper(df, x[p], x[p]), sv[p]);
+      y[p] = hn::MulAdd(x[p], cv[p], hn::Xor(prod, sign));
+    }
+    StorePairsOfBF16Operands(y[0], y[1], out + o, stream);
+  }
+}
+
 template <bool bwd>
 HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t width) {
   const int64_t block = 2 * static_cast<int64_t>(hn::Lanes(DF()));
@@ -251,7 +279,18 @@ void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begi
       });
       break;
     case RotaryMode::kQuarter:
-      ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end, [&](const TX* in, TX* out, const auto* c, const auto* s) {
+      if constexpr (std::is_same<TX, BF>::value && std::is_same<TC, BF>::value) {
+        if (width == 4 * static_cast<int64_t>(hn::Lanes(DF()))) {  // quarters of one vector
+          ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end,
+                                     [&](const TX* in, TX* out, const TC* c, const TC* s) __attribute__((always_inline)) {
+                                       QuarterPairRow<bwd>(stream, in, out, c, s, h);
+                                     });
+          break;
+        }
+      }
+      // always_inline: two calls per row, each of a vector or two at D = 64 (a call per row cost a third more).
+      ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end,
+                                 [&](const TX* in, TX* out, const auto* c, const auto* s) __attribute__((always_inline)) {
         HalfBlockRow<bwd>(stream, in, out, c, s, width / 4);
         HalfBlockRow<bwd>(stream, in + h, out + h, c + h, s + h, width / 4);
       });
