@@ -5,8 +5,9 @@
 // How the products stay fp32 products: a bf16 operand (K, Q, dO: the inputs themselves) is one part; an fp32
 // operand splits into three bf16 parts hi + mid + lo whose sum is the value exactly (chunked_amx-inl.h SplitPairs,
 // and SplitRows here). A bf16 operand times a split one is exact part by part, and AMX accumulates in fp32 in one
-// fixed order: the bits depend on nothing but the inputs. (Two split operands would need six part products; the
-// backward's three products of two fp32 matrices ran faster as fp32 GEMMs, README.md "Backward".)
+// fixed order: the bits depend on nothing but the inputs. The three products of two fp32 matrices take the two
+// leading parts of each side (hi·hi + hi·mid + mid·hi: a relative error of order 2^-16 per product; they were a
+// fifth of the backward as fp32 GEMMs, and all six terms down to 2^-16 ran no faster), README.md "Backward".
 //
 // Include after chunked_amx-inl.h in a foreach_target translation unit; everything is under TXOPS_GDR_AMX.
 #if defined(TXOPS_OPS_GDR_BACKWARD_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)

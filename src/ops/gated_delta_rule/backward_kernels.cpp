@@ -214,6 +214,12 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   auto split_rows = [&](const float* m, int64_t ld, int64_t valid_cols, int64_t depth) {
     gdr_amx::SplitRows(m, ld, n, valid_cols, rows32, depth, a_part, s.a_split);
   };
+  // out (n rows of cols floats) = the split left operand (depth dvp) times b, both fp32 matrices (dA = −dR Uᵀ, −dR S,
+  // U ∂L/∂S): their two leading parts, ProductOnTiles' order 1 (a relative error of order 2^-16 per product; as fp32
+  // GEMMs these three were a fifth of the backward).
+  auto two_fp32 = [&](const uint32_t* b, int64_t cols, float* out) {
+    gdr_amx::ProductOnTiles(n, dvp, s.a_split, a_part, 2, b, dvp / 2 * cols, 3, cols, false, nullptr, out, cols, 1);
+  };
   if (amx) {
     Bf16BitsOfWidened(d_out, n * dvp, s.dout16);
     std::fill(s.dout16 + n * dvp, s.dout16 + rows32 * dvp, uint16_t{0});
@@ -249,16 +255,16 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
 #endif
   BackSolve(n, dvp, r.gram, s.grad_u, nr);
   // [dA; dP] = [−dR; dO] Uᵀ (lower triangles), masked; then the dk GEMMs' left operands.
-  // (A product of two fp32 operands stays an fp32 GEMM: split on both sides it takes six tile products, which ran
-  // slower than the FMAs; backward_amx-inl.h.)
-  Gemm(n, np, dv, nr, dvp, s.solved_t, C, s.products, C, false, 1.0f, Triangle::kLowerC);
 #if TXOPS_GDR_AMX
-  if (amx) {  // all C columns (the masks read the triangle)
+  if (amx) {  // all C columns (the masks read the triangle); −dR's parts are kept for −dR S below
+    split_rows(nr, dvp, dv, dvp);
     gdr_amx::SplitPairs(s.solved_t, C, dv, dvp / 2, nullptr, C, split);
+    two_fp32(split, C, s.products);
     gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, C, s.products + n * C, C);
   } else
 #endif
   {
+    Gemm(n, np, dv, nr, dvp, s.solved_t, C, s.products, C, false, 1.0f, Triangle::kLowerC);
     Gemm(n, np, dv, d_out, dvp, s.solved_t, C, s.products + n * C, C, false, 1.0f, Triangle::kLowerC);
   }
   MaskProducts(n, scale, s);
@@ -268,16 +274,25 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
     for (int64_t j = 0; j < i; ++j) s.key_mix[i * C + j] += s.products[i * C + j];
   // W1 = [−dR; dO] S, U ∂L/∂S.
 #if TXOPS_GDR_AMX
-  if (amx) {  // −dR S in fp32, dO S on tiles
-    Gemm(n, dkp, dv, s.stacked, dvp, s.state, dkp, s.w1, dkp, false);
+  if (amx) {  // −dR S and dO S on tiles
     gdr_amx::SplitPairs(s.state, dkp, dv, dvp / 2, nullptr, dkp, split);
+    two_fp32(split, dkp, s.w1);
     gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, dkp, s.w1 + n * dkp, dkp);
   } else
 #endif
   {
     Gemm(2 * n, dkp, dv, s.stacked, dvp, s.state, dkp, s.w1, dkp, false);
   }
-  Gemm(n, dkp, dv, u, ldu, s.adjoint_rows, dkp, s.u_adj, dkp, false);
+#if TXOPS_GDR_AMX
+  if (amx) {
+    split_rows(u, ldu, dv, dvp);
+    gdr_amx::SplitPairs(s.adjoint_rows, dkp, dv, dvp / 2, nullptr, dkp, split);
+    two_fp32(split, dkp, s.u_adj);
+  } else
+#endif
+  {
+    Gemm(n, dkp, dv, u, ldu, s.adjoint_rows, dkp, s.u_adj, dkp, false);
+  }
   for (int64_t i = 0; i < n; ++i) {
     const float g = ps.gamma[i], b = ps.beta[i];
     const float* wk = s.w1 + i * dkp;        // −dR_i S

@@ -104,16 +104,18 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_INLINE void AccumulateParts(con
 }
 
 // out rows [0, rows) x columns [0, cols) (rows ldo floats apart) = (accumulate ? out : 0) + row_scale[i] ·
-// Σ_{pa + pb <= 2} A_pa B_pb (no row_scale: the sums as they are). A: a_parts (1 or 3) row-major bf16 parts `a_part`
-// elements apart, rows `depth` elements apart; rows up to `rows` rounded up to 32 are read (their results are
+// Σ_{pa + pb <= order} A_pa B_pb (no row_scale: the sums as they are). A: a_parts (1 to 3) row-major bf16 parts
+// `a_part` elements apart, rows `depth` elements apart; rows up to `rows` rounded up to 32 are read (their results are
 // dropped). B: b_parts (1 or 3) parts in SplitPairs' row-pair layout, `b_part` u32 apart (depth / 2 pairs of cols).
 // depth a multiple of 32, cols of 16. Each element sums over the depth 32 at a time, and within a step the part
-// pairs in order (hi, mid, lo): the order of its additions is fixed. (Two split operands keep the six products of
-// order up to 2^-16; nothing calls it so, README.md "Backward".) Tiles 0-3 accumulate a 32 x 32 block, 4-5 hold 16
-// rows of an A part each, 6-7 16 columns of a B part each.
+// pairs in order (hi, mid, lo): the order of its additions is fixed. With one bf16 operand (a_parts or b_parts 1) the
+// products are exact. Two split operands: order 1 keeps hi·hi, hi·mid and mid·hi (what is left out is of order
+// 2^-16 of the product; the backward's products of two fp32 matrices, README.md "Backward"), order 2 the six terms
+// down to 2^-16 (no faster than fp32 FMAs there). Tiles 0-3 accumulate a 32 x 32 block, 4-5 hold 16 rows of an A
+// part each, 6-7 16 columns of a B part each.
 __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnTiles(
     int64_t rows, int64_t depth, const uint16_t* a, int64_t a_part, int a_parts, const uint32_t* b, int64_t b_part,
-    int b_parts, int64_t cols, bool accumulate, const float* row_scale, float* out, int64_t ldo) {
+    int b_parts, int64_t cols, bool accumulate, const float* row_scale, float* out, int64_t ldo, int order = 2) {
   LoadTileConfig();
   alignas(64) float block[4][16 * 16];
   const int64_t a_stride = depth * 2, b_stride = cols * 4;
@@ -130,7 +132,8 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnT
           const uint16_t* ap = a + pa * a_part + rb * depth + k;
           _tile_loadd(4, ap, a_stride);
           if (two_rows) _tile_loadd(5, ap + 16 * depth, a_stride);
-          AccumulateParts(b + k / 2 * cols + cb, b_part, b_stride, two_rows, two_cols, std::min(b_parts, 3 - pa));
+          AccumulateParts(b + k / 2 * cols + cb, b_part, b_stride, two_rows, two_cols,
+                          std::min(b_parts, order + 1 - pa));
         }
       }
       _tile_stored(0, block[0], 64);
