@@ -11,8 +11,8 @@
 //   half / quarter   lane-aligned halves: no shuffles at all (bf16 quarters of one vector: one half swap)
 //   interleave       partner = Shuffle2301 (swap adjacent lanes), signs by OddEven
 //   interleave-half  forward: ConcatEven/ConcatOdd de-interleave (bf16: block order, core/simd_convert-inl.h);
-//                    backward: StoreInterleaved2 re-interleave; in place, the row is first copied aside (outputs
-//                    move across the row)
+//                    backward: StoreInterleaved2 re-interleave; in place (outputs move across the row), rows of
+//                    2 or 4 vectors are loaded whole into registers first, longer ones copied aside
 // Large out-of-place outputs use non-temporal stores (no write-allocate read), flushed at the end of a range.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/rope/kernels_rotate.cpp"
@@ -266,6 +266,41 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
   InterleaveHalfRow<bwd, BF, BF>(stream, in, out, c, s, width, k);
 }
 
+// interleave-half in place on a row of 2·kBlocks vectors (kBlocks blocks of N channels per half): every input vector
+// is loaded before the first store, so the row needs no copy aside (in place a row cost ~1.5x out of place with the
+// copy); the operations of InterleaveHalfRow, so its bits. kPairs: bf16 rows with bf16 cos / sin, whose backward
+// stores pair vectors as the bf16 InterleaveHalfRow does (its forward, in block order, is not done here).
+template <bool bwd, int kBlocks, bool kPairs, class TX, class TC>
+HWY_INLINE void InterleaveHalfRowInPlace(bool stream, TX* row, const TC* c, const TC* s) {
+  static_assert(bwd || !kPairs, "the bf16 pair forward runs in block order");
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), h = kBlocks * lanes;
+  VF v[2 * kBlocks];
+  for (int i = 0; i < 2 * kBlocks; ++i) v[i] = LoadF32(df, row + i * lanes);
+  for (int b = 0; b < kBlocks; ++b) {
+    const int64_t k = b * lanes;
+    const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
+    const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    if (bwd) {
+      const VF d1 = v[b], d2 = v[kBlocks + b];
+      const VF even = hn::MulAdd(d1, c1, hn::Mul(d2, s2));
+      const VF odd = hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1)));
+      if constexpr (kPairs) {
+        StorePairsOfBF16Operands(even, odd, row + 2 * k, stream);
+      } else {
+        HWY_ALIGN float pairs[2 * hn::MaxLanes(df)];
+        hn::StoreInterleaved2(even, odd, df, pairs);
+        Put(df, hn::Load(df, pairs), row + 2 * k, stream);
+        Put(df, hn::Load(df, pairs + lanes), row + 2 * k + lanes, stream);
+      }
+    } else {
+      const VF xe = hn::ConcatEven(df, v[2 * b + 1], v[2 * b]), xo = hn::ConcatOdd(df, v[2 * b + 1], v[2 * b]);
+      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), row + k, stream);
+      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), row + h + k, stream);
+    }
+  }
+}
+
 // Row loops specialised by mode and direction (the row body inlines into a pointer-increment loop).
 template <bool bwd, class TX, class TC>
 void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begin, int64_t end) {
@@ -302,14 +337,33 @@ void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begi
       break;
     case RotaryMode::kInterleaveHalf: {
       TX saved[kMaxWidth];
+      // In place the outputs move across the row. Rows of 2 or 4 vectors are loaded whole into registers first
+      // (in_place 2 / 4); the bf16 forward's block order reads a row of 4 vectors in one step before it stores
+      // (in_place 1: nothing to do); other rows are copied aside (0).
+      constexpr bool kPairs = std::is_same<TX, BF>::value && std::is_same<TC, BF>::value;
+      const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF())), vectors = width % lanes == 0 ? width / lanes : 0;
+      int in_place = 0;
+      if (bwd || !kPairs) {
+        in_place = vectors == 2 || vectors == 4 ? static_cast<int>(vectors) : 0;
+      } else {
+#if TXOPS_HAVE_BF16_BLOCKS
+        in_place = vectors == 4 ? 1 : 0;
+#endif
+      }
       // always_inline: D = 64 rows take two vector iterations, so a call per row was a fifth of the time.
       ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end,
                          [&](const TX* in, TX* out, const auto* c, const auto* s) __attribute__((always_inline)) {
-        if (in == out) {  // outputs move across the row: read from a copy
-          std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
-          in = saved;
+        if (in == out && in_place == 2) {
+          InterleaveHalfRowInPlace<bwd, 1, kPairs && bwd>(stream, out, c, s);
+        } else if (in == out && in_place == 4) {
+          InterleaveHalfRowInPlace<bwd, 2, kPairs && bwd>(stream, out, c, s);
+        } else {
+          if (in == out && in_place == 0) {
+            std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
+            in = saved;
+          }
+          InterleaveHalfRow<bwd>(stream, in, out, c, s, width);
         }
-        InterleaveHalfRow<bwd>(stream, in, out, c, s, width);
 #ifdef TXOPS_FUZZ_PLANT_OOB  // make fuzz-plant-check only: one element past the row end, for the fuzzers to find
         out[width] = out[0];
 #endif
