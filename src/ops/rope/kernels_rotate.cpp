@@ -103,6 +103,30 @@ HWY_INLINE void InterleaveRow(bool stream, const TX* in, TX* out, const TC* c, c
   }
 }
 
+// One interleave-half block: forward, the pairs' even and odd channels a = xe, b = xo to the two halves' outputs
+// y0 (at k) and y1 (at h + k); backward, the halves' vectors a = d1 (at k), b = d2 (at h + k) to the even and odd
+// outputs y0, y1 (at 2k). Every vector path computes it here, so all give the same bits.
+template <bool bwd>
+HWY_INLINE void InterleaveHalfBlock(VF a, VF b, VF c1, VF c2, VF s1, VF s2, VF* y0, VF* y1) {
+  if (bwd) {
+    *y0 = hn::MulAdd(a, c1, hn::Mul(b, s2));
+    *y1 = hn::MulAdd(b, c2, hn::Neg(hn::Mul(a, s1)));
+  } else {
+    *y0 = hn::MulAdd(a, c1, hn::Neg(hn::Mul(b, s1)));
+    *y1 = hn::MulAdd(b, c2, hn::Mul(a, s2));
+  }
+}
+
+// even and odd interleaved into out[0, 2N) (the backward's outputs).
+template <class TX>
+HWY_INLINE void PutInterleaved(DF df, VF even, VF odd, TX* out, bool stream) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  HWY_ALIGN float pairs[2 * hn::MaxLanes(df)];
+  hn::StoreInterleaved2(even, odd, df, pairs);
+  Put(df, hn::Load(df, pairs), out, stream);
+  Put(df, hn::Load(df, pairs + lanes), out + lanes, stream);
+}
+
 // interleave-half: forward reads pairs (x[2k], x[2k+1]) and writes halves; backward the reverse.
 template <bool bwd, class TX, class TC>
 HWY_INLINE void InterleaveHalfRow(bool stream, const TX* in, TX* out, const TC* c, const TC* s,
@@ -113,19 +137,15 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const TX* in, TX* out, const TC* 
   for (; k + lanes <= h; k += lanes) {
     const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
     const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    VF y0, y1;
     if (bwd) {
-      const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
-      const VF even = hn::MulAdd(d1, c1, hn::Mul(d2, s2));
-      const VF odd = hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1)));
-      HWY_ALIGN float pairs[2 * hn::MaxLanes(df)];
-      hn::StoreInterleaved2(even, odd, df, pairs);
-      Put(df, hn::Load(df, pairs), out + 2 * k, stream);
-      Put(df, hn::Load(df, pairs + lanes), out + 2 * k + lanes, stream);
+      InterleaveHalfBlock<true>(LoadF32(df, in + k), LoadF32(df, in + h + k), c1, c2, s1, s2, &y0, &y1);
+      PutInterleaved(df, y0, y1, out + 2 * k, stream);
     } else {
       const VF lo = LoadF32(df, in + 2 * k), hi = LoadF32(df, in + 2 * k + lanes);
-      const VF xe = hn::ConcatEven(df, hi, lo), xo = hn::ConcatOdd(df, hi, lo);
-      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
-      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
+      InterleaveHalfBlock<false>(hn::ConcatEven(df, hi, lo), hn::ConcatOdd(df, hi, lo), c1, c2, s1, s2, &y0, &y1);
+      Put(df, y0, out + k, stream);
+      Put(df, y1, out + h + k, stream);
     }
   }
   for (; k < h; ++k) {
@@ -238,29 +258,27 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
       LoadBF16Blocks(df, s + k, &s1l, &s1h);
       LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
       LoadBF16PairsInBlocks(df, in + 2 * k, &xel, &xol, &xeh, &xoh);
-      StoreBF16Bits(d16,
-                    PackBlocksOfBF16Operands(df, hn::MulAdd(xel, c1l, hn::Neg(hn::Mul(xol, s1l))),
-                                             hn::MulAdd(xeh, c1h, hn::Neg(hn::Mul(xoh, s1h)))),
-                    out + k, stream);
-      StoreBF16Bits(d16,
-                    PackBlocksOfBF16Operands(df, hn::MulAdd(xol, c2l, hn::Mul(xel, s2l)),
-                                             hn::MulAdd(xoh, c2h, hn::Mul(xeh, s2h))),
-                    out + h + k, stream);
+      VF y0l, y1l, y0h, y1h;
+      InterleaveHalfBlock<false>(xel, xol, c1l, c2l, s1l, s2l, &y0l, &y1l);
+      InterleaveHalfBlock<false>(xeh, xoh, c1h, c2h, s1h, s2h, &y0h, &y1h);
+      StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y0l, y0h), out + k, stream);
+      StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y1l, y1h), out + h + k, stream);
     }
   }
 #endif
   for (; k + lanes <= h; k += lanes) {
     const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
     const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    VF y0, y1;
     if (bwd) {
-      const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
-      StorePairsOfBF16Operands(hn::MulAdd(d1, c1, hn::Mul(d2, s2)), hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1))),
-                               out + 2 * k, stream);
+      InterleaveHalfBlock<true>(LoadF32(df, in + k), LoadF32(df, in + h + k), c1, c2, s1, s2, &y0, &y1);
+      StorePairsOfBF16Operands(y0, y1, out + 2 * k, stream);
     } else {
       VF xe, xo;
       LoadPairs(in + 2 * k, &xe, &xo);
-      PutOfBF16Operands(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), out + k, stream);
-      PutOfBF16Operands(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), out + h + k, stream);
+      InterleaveHalfBlock<false>(xe, xo, c1, c2, s1, s2, &y0, &y1);
+      PutOfBF16Operands(df, y0, out + k, stream);
+      PutOfBF16Operands(df, y1, out + h + k, stream);
     }
   }
   InterleaveHalfRow<bwd, BF, BF>(stream, in, out, c, s, width, k);
@@ -268,8 +286,9 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
 
 // interleave-half in place on a row of 2·kBlocks vectors (kBlocks blocks of N channels per half): every input vector
 // is loaded before the first store, so the row needs no copy aside (with it, the partial ops' D = 64 fp32 rows took
-// 1.7x as long in cache); the operations of InterleaveHalfRow, so its bits. kPairs: bf16 rows with bf16 cos / sin, whose backward
-// stores pair vectors as the bf16 InterleaveHalfRow does (its forward, in block order, is not done here).
+// 1.7x as long in cache); InterleaveHalfBlock as every path, so the same bits. kPairs: bf16 rows with bf16 cos / sin,
+// whose backward stores pair vectors as the bf16 InterleaveHalfRow does (its forward, in block order, is not done
+// here).
 template <bool bwd, int kBlocks, bool kPairs, class TX, class TC>
 HWY_INLINE void InterleaveHalfRowInPlace(bool stream, TX* row, const TC* c, const TC* s) {
   static_assert(bwd || !kPairs, "the bf16 pair forward runs in block order");
@@ -281,22 +300,19 @@ HWY_INLINE void InterleaveHalfRowInPlace(bool stream, TX* row, const TC* c, cons
     const int64_t k = b * lanes;
     const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
     const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
+    VF y0, y1;
     if (bwd) {
-      const VF d1 = v[b], d2 = v[kBlocks + b];
-      const VF even = hn::MulAdd(d1, c1, hn::Mul(d2, s2));
-      const VF odd = hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1)));
+      InterleaveHalfBlock<true>(v[b], v[kBlocks + b], c1, c2, s1, s2, &y0, &y1);
       if constexpr (kPairs) {
-        StorePairsOfBF16Operands(even, odd, row + 2 * k, stream);
+        StorePairsOfBF16Operands(y0, y1, row + 2 * k, stream);
       } else {
-        HWY_ALIGN float pairs[2 * hn::MaxLanes(df)];
-        hn::StoreInterleaved2(even, odd, df, pairs);
-        Put(df, hn::Load(df, pairs), row + 2 * k, stream);
-        Put(df, hn::Load(df, pairs + lanes), row + 2 * k + lanes, stream);
+        PutInterleaved(df, y0, y1, row + 2 * k, stream);
       }
     } else {
-      const VF xe = hn::ConcatEven(df, v[2 * b + 1], v[2 * b]), xo = hn::ConcatOdd(df, v[2 * b + 1], v[2 * b]);
-      Put(df, hn::MulAdd(xe, c1, hn::Neg(hn::Mul(xo, s1))), row + k, stream);
-      Put(df, hn::MulAdd(xo, c2, hn::Mul(xe, s2)), row + h + k, stream);
+      InterleaveHalfBlock<false>(hn::ConcatEven(df, v[2 * b + 1], v[2 * b]), hn::ConcatOdd(df, v[2 * b + 1], v[2 * b]),
+                                 c1, c2, s1, s2, &y0, &y1);
+      Put(df, y0, row + k, stream);
+      Put(df, y1, row + h + k, stream);
     }
   }
 }
