@@ -35,9 +35,10 @@ HWY_INLINE __m256i UpperHalves16(__m512i bits) { return _mm512_cvtepi32_epi16(_m
 
 // Rows [0, rows) x columns [0, depth) of src (rows ld floats apart; rows >= valid_rows and columns >= valid_cols read
 // as zero) as three row-major bf16 parts (the A operand): part s, row i, column k at dst[s·part + i·depth + k], each
-// the truncated remainder of the one before (hi + mid + lo = the fp32 value). depth is a multiple of 16.
+// the truncated remainder of the one before (hi + mid + lo = the fp32 value). depth is a multiple of 16. parts < 3
+// stores only the leading ones (the left operands of ProductOnTiles' order 1).
 inline void SplitRows(const float* src, int64_t ld, int64_t valid_rows, int64_t valid_cols, int64_t rows,
-                      int64_t depth, int64_t part, uint16_t* dst) {
+                      int64_t depth, int64_t part, uint16_t* dst, int parts = 3) {
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t k = 0; k < depth; k += 16) {
@@ -50,8 +51,10 @@ inline void SplitRows(const float* src, int64_t ld, int64_t valid_rows, int64_t 
       const __m512 lo = _mm512_sub_ps(rest, mid);
       uint16_t* at = dst + i * depth + k;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), UpperHalves16(_mm512_castps_si512(hi)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + part), UpperHalves16(_mm512_castps_si512(mid)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 2 * part), UpperHalves16(_mm512_castps_si512(lo)));
+      if (parts > 1)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + part), UpperHalves16(_mm512_castps_si512(mid)));
+      if (parts > 2)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 2 * part), UpperHalves16(_mm512_castps_si512(lo)));
     }
   }
 }

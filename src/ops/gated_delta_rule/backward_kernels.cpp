@@ -211,14 +211,14 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   const int64_t rows32 = (n + 31) / 32 * 32, a_part = C * std::max(dvp, C);
   uint32_t* split = s.pass.split;
   // A split left operand: rows [0, n) x columns [0, valid_cols) of m (ld floats), depth columns.
-  auto split_rows = [&](const float* m, int64_t ld, int64_t valid_cols, int64_t depth) {
-    gdr_amx::SplitRows(m, ld, n, valid_cols, rows32, depth, a_part, s.a_split);
+  auto split_rows = [&](const float* m, int64_t ld, int64_t valid_cols, int64_t depth, int parts = 3) {
+    gdr_amx::SplitRows(m, ld, n, valid_cols, rows32, depth, a_part, s.a_split, parts);
   };
   // out (n rows of cols floats) = the split left operand (depth dvp) times b, both fp32 matrices (dA = −dR Uᵀ, −dR S,
   // U ∂L/∂S): their two leading parts, ProductOnTiles' order 1 (a relative error of order 2^-16 per product; as fp32
-  // GEMMs these three were a fifth of the backward).
+  // GEMMs these three were a fifth of the backward). An operand split only for these needs no third part.
   auto two_fp32 = [&](const uint32_t* b, int64_t cols, float* out) {
-    gdr_amx::ProductOnTiles(n, dvp, s.a_split, a_part, 2, b, dvp / 2 * cols, 3, cols, false, nullptr, out, cols, 1);
+    gdr_amx::ProductOnTiles(n, dvp, s.a_split, a_part, 2, b, dvp / 2 * cols, 2, cols, false, nullptr, out, cols, 1);
   };
   if (amx) {
     Bf16BitsOfWidened(d_out, n * dvp, s.dout16);
@@ -257,7 +257,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   // [dA; dP] = [−dR; dO] Uᵀ (lower triangles), masked; then the dk GEMMs' left operands.
 #if TXOPS_GDR_AMX
   if (amx) {  // all C columns (the masks read the triangle); −dR's parts are kept for −dR S below
-    split_rows(nr, dvp, dv, dvp);
+    split_rows(nr, dvp, dv, dvp, 2);
     gdr_amx::SplitPairs(s.solved_t, C, dv, dvp / 2, nullptr, C, split);
     two_fp32(split, C, s.products);
     gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, C, s.products + n * C, C);
@@ -285,8 +285,8 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   }
 #if TXOPS_GDR_AMX
   if (amx) {
-    split_rows(u, ldu, dv, dvp);
-    gdr_amx::SplitPairs(s.adjoint_rows, dkp, dv, dvp / 2, nullptr, dkp, split);
+    split_rows(u, ldu, dv, dvp, 2);
+    gdr_amx::SplitPairs(s.adjoint_rows, dkp, dv, dvp / 2, nullptr, dkp, split, 2);
     two_fp32(split, dkp, s.u_adj);
   } else
 #endif

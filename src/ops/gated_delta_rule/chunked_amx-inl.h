@@ -45,8 +45,9 @@ namespace gdr_amx {
 // by row_scale[j] first when row_scale is given) as three bf16 parts in the AMX B-operand layout: part s, row pair
 // q, column c at split[(s·pairs + q)·cols + c] = bf16 of row 2q | bf16 of row 2q + 1 << 16. Each part is the
 // truncated remainder of the one before, so hi + mid + lo is the fp32 value exactly. cols is a multiple of 16.
+// parts < 3 stores only the leading ones (a product that reads no more: ProductOnTiles' order 1).
 inline void SplitPairs(const float* src, int64_t ld, int64_t valid, int64_t pairs, const float* row_scale,
-                       int64_t cols, uint32_t* split) {
+                       int64_t cols, uint32_t* split, int parts = 3) {
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   const int64_t part = pairs * cols;
   for (int64_t q = 0; q < pairs; ++q) {
@@ -64,7 +65,7 @@ inline void SplitPairs(const float* src, int64_t ld, int64_t valid, int64_t pair
         p[e][1] = _mm512_castps_si512(mid);
         p[e][2] = _mm512_and_si512(_mm512_castps_si512(lo), high);
       }
-      for (int s = 0; s < 3; ++s) {
+      for (int s = 0; s < parts; ++s) {
         const __m512i pair = _mm512_or_si512(_mm512_srli_epi32(p[0][s], 16), p[1][s]);
         _mm512_storeu_si512(split + s * part + q * cols + c, pair);
       }
