@@ -99,16 +99,11 @@ void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
   const float* gram = s.record.gram;
   std::fill(s.colsum, s.colsum + np, 0.0f);
   for (int64_t i = 0; i < n; ++i) {
-    // Columns j <= i only: past row i's diagonal every mask is zero (the products' rows there become zeros).
-    const int64_t je = std::min(np, (i + N) / N * N);
     float* da = s.products + i * C;
     float* dp = s.products + (n + i) * C;
+    const int64_t je = ZeroPastDiagonal(i, np, da, dp);  // past row i's diagonal every mask is zero
     const VF beta = hn::Set(df, ps.beta[i]), vscale = hn::Set(df, scale);
     VF row = hn::Zero(df), dbeta = hn::Zero(df);
-    for (int64_t j = je; j < np; j += N) {
-      hn::StoreU(hn::Zero(df), df, da + j);
-      hn::StoreU(hn::Zero(df), df, dp + j);
-    }
     for (int64_t j = 0; j < je; j += N) {
       const VF gamma = ExpOf(df, DecayArguments(ps, i, j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));

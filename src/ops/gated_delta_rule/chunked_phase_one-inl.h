@@ -297,6 +297,20 @@ HWY_INLINE VF ExpOf(DF df, VF d) {
 #endif
 }
 
+// Row i of a chunk's two C x C masks (rows a and b, np columns) is needed only up to its diagonal vector, where
+// every mask vector past it is zero (half the exponentials): zeroes those vectors of both rows and returns where
+// they begin. MaskWithDecay and the backward's MaskProducts.
+HWY_INLINE int64_t ZeroPastDiagonal(int64_t i, int64_t np, float* a, float* b) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t je = std::min(np, (i + N) / N * N);
+  for (int64_t j = je; j < np; j += N) {
+    hn::StoreU(hn::Zero(df), df, a + j);
+    hn::StoreU(hn::Zero(df), df, b + j);
+  }
+  return je;
+}
+
 // gram rows [0, n) = A (β_i (k_i·k_j) Γ_ij, j < i), rows [n, 2n) = P ((q_i·k_j) scale Γ_ij, j <= i), from the raw
 // grams in s.grams; zero elsewhere. Γ is exp of the difference G_i - G_j, formed only for j <= i.
 inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScratch& s, float* gram) {
@@ -304,15 +318,10 @@ inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScrat
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t i = 0; i < n; ++i) {
-    // Columns j <= i only: the vectors past row i's diagonal are zero in both masks (half the exponentials).
-    const int64_t je = std::min(np, (i + N) / N * N);
     float* a = gram + i * C;
     float* pr = gram + (n + i) * C;
+    const int64_t je = ZeroPastDiagonal(i, np, a, pr);
     const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
-    for (int64_t j = je; j < np; j += N) {
-      hn::StoreU(hn::Zero(df), df, a + j);
-      hn::StoreU(hn::Zero(df), df, pr + j);
-    }
     for (int64_t j = 0; j < je; j += N) {
       const VF gamma = ExpOf(df, DecayArguments(s, i, j));
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
