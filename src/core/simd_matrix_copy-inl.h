@@ -89,20 +89,28 @@ HWY_INLINE void TransposeTile16x16(__m512 (&r)[16]) {
 constexpr int64_t kTileColumns = 16;
 
 #if TXOPS_HAVE_TILE_TRANSPOSE
-// The walk both copies share when the strided side is a transpose: tile(r, c) for the 8 x 8 tiles of blocks of
-// kTileColumns rows (columns below a multiple of 8), element(r, c) for those blocks' remaining columns. Returns
-// the rows it covered; the caller runs element over the rest.
-template <class Tile, class Element>
-HWY_INLINE int64_t ForEachTile(int64_t rows, int64_t cols, const Tile& tile, const Element& element) {
+// The walk both copies share when the strided side is a transpose, per block of kTileColumns rows: wide(r, c) for
+// its 16 x 16 tiles (columns below wide_cols, a multiple of 16), tile(r, c) for its 8 x 8 tiles up to the last
+// multiple of 8, element(r, c) for the remaining columns. Returns the rows it covered; the caller runs element over
+// the rest.
+template <class Tile, class Element, class WideTile>
+HWY_INLINE int64_t ForEachTile(int64_t rows, int64_t cols, const Tile& tile, const Element& element,
+                               const WideTile& wide, int64_t wide_cols) {
   const int64_t c_full = cols / 8 * 8;
   int64_t r0 = 0;
   for (; r0 + kTileColumns <= rows; r0 += kTileColumns) {
-    for (int64_t c0 = 0; c0 < c_full; c0 += 8)
+    int64_t c0 = 0;
+    for (; c0 < wide_cols; c0 += 16) wide(r0, c0);
+    for (; c0 < c_full; c0 += 8)
       for (int64_t h = 0; h < kTileColumns; h += 8) tile(r0 + h, c0);
     for (int64_t c = c_full; c < cols; ++c)
       for (int64_t r = r0; r < r0 + kTileColumns; ++r) element(r, c);
   }
   return r0;
+}
+template <class Tile, class Element>
+HWY_INLINE int64_t ForEachTile(int64_t rows, int64_t cols, const Tile& tile, const Element& element) {
+  return ForEachTile(rows, cols, tile, element, [](int64_t, int64_t) {}, 0);
 }
 #endif
 
@@ -128,23 +136,15 @@ HWY_INLINE void LoadMatrixF32(const T* src, int64_t row_stride, int64_t col_stri
       for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (r + j) * ld_dst + c, t[j]);
     };
 #if HWY_TARGET == HWY_AVX3
-    // Blocks of 16 rows: 16 x 16 tiles, then 8 x 8 ones and single elements for the last columns.
+    // 16 x 16 tiles first, then 8 x 8 ones and single elements for the last columns.
     const hn::FixedTag<float, 16> d16;
-    const int64_t c16 = cols / 16 * 16, c8 = cols / 8 * 8;
-    for (; r0 + 16 <= rows; r0 += 16) {
-      for (int64_t c = 0; c < c16; c += 16) {
-        __m512 t[16];
-        for (int i = 0; i < 16; ++i) t[i] = LoadF32(d16, src + (c + i) * col_stride + r0).raw;
-        TransposeTile16x16(t);
-        for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + (r0 + j) * ld_dst + c, t[j]);
-      }
-      for (int64_t c = c16; c < c8; c += 8) {
-        tile(r0, c);
-        tile(r0 + 8, c);
-      }
-      for (int64_t c = c8; c < cols; ++c)
-        for (int64_t r = r0; r < r0 + 16; ++r) element(r, c);
-    }
+    const auto wide = [&](int64_t r, int64_t c) HWY_ATTR {
+      __m512 t[16];
+      for (int i = 0; i < 16; ++i) t[i] = LoadF32(d16, src + (c + i) * col_stride + r).raw;
+      TransposeTile16x16(t);
+      for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + (r + j) * ld_dst + c, t[j]);
+    };
+    r0 = ForEachTile(rows, cols, tile, element, wide, cols / 16 * 16);
 #else
     r0 = ForEachTile(rows, cols, tile, element);
 #endif

@@ -116,14 +116,9 @@ inline void PackKeysBf16(const ChunkContext& cx, int64_t hk, int64_t t0, int64_t
                          uint16_t* kq16) {
   const GdrProblem& p = *cx.p;
   const int64_t dk = p.key_dim, dkp = cx.dkp;
-  const hn::ScalableTag<uint16_t> d16;
-  const int64_t N16 = static_cast<int64_t>(hn::Lanes(d16));
   const auto copy_row = [&](const hwy::bfloat16_t* row, uint16_t* dst) {
-    const uint16_t* src = reinterpret_cast<const uint16_t*>(row);
-    int64_t j = 0;
-    for (; j + N16 <= dk; j += N16) hn::StoreU(hn::LoadU(d16, src + j), d16, dst + j);
-    for (; j < dk; ++j) dst[j] = src[j];
-    for (; j < dkp; ++j) dst[j] = 0;
+    std::memcpy(dst, row, static_cast<size_t>(dk) * sizeof(uint16_t));
+    std::fill(dst + dk, dst + dkp, uint16_t{0});
   };
   for (int64_t i = 0; i < n; ++i) {
     copy_row(Element<hwy::bfloat16_t>(p.key, t0 + i, hk), kq16 + i * dkp);
