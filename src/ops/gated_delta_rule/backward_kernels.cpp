@@ -364,6 +364,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   // With the forward's snapshots (P.has_checkpoints) one chunk's S and U are kept per value head (slot 0), staged
   // in the reverse pass; without them, every chunk's, from the checkpoint pass.
   const bool given = P.has_checkpoints;
+  cx.scaled_values = !(given && P.has_corrected_values);  // with V' given, U is V': nothing is solved
   auto checkpoint = [&](int64_t gi, int64_t c) {
     return s.checkpoints + (gi * plan.kept_chunks + (given ? 0 : c)) * dk * dvp;
   };

@@ -51,6 +51,8 @@ struct ChunkContext {
                              // the record keeps [K; Q] and Kᵀ as bf16 and the rows' scales
   bool fp32_keys = true;     // the pack scratch's fp32 [K; Q] rows are wanted (the backward's dq / dk steps); the
                              // AMX forward reads only their bf16 forms (PackKeysBf16)
+  bool scaled_values = true;  // the record's β⊙V rows are wanted (the forward substitution); a backward handed the
+                              // forward's corrected values V' solves nothing
 };
 
 template <class T>
@@ -198,7 +200,8 @@ void PackChunk(const ChunkContext& cx, int64_t h, int64_t t0, int64_t n, const G
   for (int64_t i = n; i < C; ++i) r.decay[i] = 0.0f;
   ExpOfCumulative(s.cum + n - 1, 1, 0.0, 1.0, r.decay + C);     // e^{G_last}
   for (int64_t i = 0; i < n; ++i) {
-    LoadRow(Element<TA>(p.value, t0 + i, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
+    if (cx.scaled_values)
+      LoadRow(Element<TA>(p.value, t0 + i, h), p.value.strides[2], p.value_dim, cx.dvp, s.beta[i], r.bv + i * cx.dvp);
     if (cx.amx) {  // the AMX path scales X's rows instead of K's and Q's (chunked_amx-inl.h)
       r.row_scale[i] = s.beta[i] * s.gamma[i];
       r.row_scale[n + i] = s.gamma[i] * p.scale;
