@@ -2,7 +2,8 @@
 // over random cases to a file; link against two library builds and cmp the files to show a kernel change leaves
 // the bits alone. Covers InplacePartialRotaryMul(Grad) and RotaryPositionEmbedding(Grad without x), modes 0-3,
 // x bf16 / fp16 / fp32 with cos / sin of the same dtype or fp32, rotary widths around the vector width (8-256),
-// slices at offsets, in place and out of place, values with denormal / huge / inf / NaN patterns, 1-2 threads,
+// slices at offsets, in place and out of place, (B, S, N, D) and (B, N, S, D) rows, InterleaveRope, values with
+// denormal / huge / inf / NaN patterns, 1-2 threads,
 // AVX-512, AVX2 and scalar where the CPU has them.
 // g++ -std=gnu++17 -O2 -fopenmp -Iinclude -Isrc dev/rope/rotate_dump.cpp <lib>/libtxops_internal.a -lhwy -lpthread \
 //   -o /tmp/rotate_dump && /tmp/rotate_dump out.bin
@@ -64,21 +65,38 @@ int main(int argc, char** argv) {
             fwrite(r.data(), 1, r.size(), f);
             ++calls;
           }
-          // RotaryPositionEmbedding(Grad) on the whole D, out of place and in place
+          // RotaryPositionEmbedding(Grad) on the whole D, out of place and in place, (B, S, N, D) and (B, N, S, D)
+          // (the heads' rows in groups sharing each cos / sin row)
           if (ct == xt) {
+            for (int bnsd = 0; bnsd < 2; ++bnsd)
             for (int bwd = 0; bwd < 2; ++bwd)
               for (int in_place = 0; in_place < 2; ++in_place) {
                 if (mode == RotaryMode::kQuarter && D % 4 != 0) continue;
                 std::vector<uint8_t> r = x, o(x.size());
-                TensorView xv(r.data(), xt, {B, S, N, D}), cv(full_c.data(), ct, {1, S, 1, D}),
-                    sv(full_s.data(), ct, {1, S, 1, D});
-                TensorView ov(in_place ? r.data() : o.data(), xt, {B, S, N, D});
+                const std::vector<int64_t> xs_shape = bnsd ? std::vector<int64_t>{B, N, S, D} : std::vector<int64_t>{B, S, N, D};
+                const std::vector<int64_t> cs_shape = bnsd ? std::vector<int64_t>{1, 1, S, D} : std::vector<int64_t>{1, S, 1, D};
+                const TensorView xv = TensorView::make(r.data(), xt, 4, xs_shape.data(), nullptr),
+                                 cv = TensorView::make(full_c.data(), ct, 4, cs_shape.data(), nullptr),
+                                 sv = TensorView::make(full_s.data(), ct, 4, cs_shape.data(), nullptr),
+                                 ov = TensorView::make(in_place ? r.data() : o.data(), xt, 4, xs_shape.data(), nullptr);
                 Status st = bwd ? rotary_position_embedding_grad(xv, cv, sv, nullptr, mode, ov, nullptr, nullptr)
                                 : rotary_position_embedding(xv, cv, sv, mode, ov);
                 if (!st.ok()) { if (failures++ < 5) printf("rpe it %d mode %d: %s\n", it, mode_i, st.message().c_str()); continue; }
                 fwrite(in_place ? r.data() : o.data(), 1, r.size(), f);
                 ++calls;
               }
+          }
+          // InterleaveRope (B, N, S, D), cos / sin (1, 1, S, D), out of place and in place
+          if (mode == RotaryMode::kHalf && ct != DType::kF16) {
+            for (int in_place = 0; in_place < 2; ++in_place) {
+              std::vector<uint8_t> r = x, o(x.size());
+              TensorView xv(r.data(), xt, {B, N, S, D}), cv(full_c.data(), ct, {1, 1, S, D}),
+                  sv(full_s.data(), ct, {1, 1, S, D}), ov(in_place ? r.data() : o.data(), xt, {B, N, S, D});
+              Status st = interleave_rope(xv, cv, sv, ov);
+              if (!st.ok()) { if (failures++ < 5) printf("interleave it %d: %s\n", it, st.message().c_str()); continue; }
+              fwrite(in_place ? r.data() : o.data(), 1, r.size(), f);
+              ++calls;
+            }
           }
         }
       }

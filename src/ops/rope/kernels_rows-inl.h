@@ -161,6 +161,7 @@ void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* i
 // the bits are the same; it took two of the four conversions per pair of fp16 output vectors off the head loop
 // (README, session 23).
 constexpr int64_t kPrefetchRows = 8;
+constexpr int64_t kHeadGroup = 4;
 
 template <class TX, class TC, bool kWidenCosSin = false, class RowFn>
 HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, int64_t end, const RowFn& row) {
@@ -169,7 +170,32 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
   int64_t i2 = begin % e2, i1 = (begin / e2) % e1, i0 = begin / e2 / e1;
   const int64_t(*sd)[4] = st.stride;
   const int64_t din = sd[2][kIn], dout = sd[2][kOut], dcos = sd[2][kCos], dsin = sd[2][kSin];
+  // Rows of kHeadGroup consecutive indices of outer dim 1 that share their cos / sin rows (stride 0 there, e.g. the
+  // heads of (B, N, S, D)) while the innermost dim walks them (S) run side by side, row r of each before row r + 1:
+  // each cos / sin row is read from memory once per group instead of once per head, and is in L1 for the group's
+  // other rows. The rows' results do not depend on the order they run in (README, session 26).
+  const bool grouped = sd[1][kCos] == 0 && sd[1][kSin] == 0 && (dcos != 0 || dsin != 0) && st.step[kIn] == 1;
+  const int64_t din1 = sd[1][kIn], dout1 = sd[1][kOut], group_bytes = din1 * static_cast<int64_t>(sizeof(TX));
   while (begin < end) {
+    if (grouped && i2 == 0 && i1 + kHeadGroup <= e1 && end - begin >= kHeadGroup * e2) {
+      const TX* in = static_cast<const TX*>(st.in) + i0 * sd[0][kIn] + i1 * din1;
+      TX* out = static_cast<TX*>(st.out) + i0 * sd[0][kOut] + i1 * dout1;
+      const TC* c = static_cast<const TC*>(st.cos) + i0 * sd[0][kCos];
+      const TC* s = static_cast<const TC*>(st.sin) + i0 * sd[0][kSin];
+      for (int64_t r = 0; r < e2; ++r, in += din, out += dout, c += dcos, s += dsin) {
+        const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
+        for (int64_t g = 0; g < kHeadGroup; ++g)
+          for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + g * group_bytes + b);
+        for (int64_t g = 0; g < kHeadGroup; ++g) row(in + g * din1, out + g * dout1, c, s);
+      }
+      begin += kHeadGroup * e2;
+      i1 += kHeadGroup;
+      if (i1 == e1) {
+        i1 = 0;
+        ++i0;
+      }
+      continue;
+    }
     const int64_t run = std::min(end - begin, e2 - i2);
     int64_t off[4];
     for (int t = 0; t < 4; ++t) off[t] = i0 * sd[0][t] + i1 * sd[1][t] + i2 * sd[2][t];
