@@ -174,10 +174,12 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
   // heads of (B, N, S, D)) while the innermost dim walks them (S) run side by side, row r of each before row r + 1:
   // each cos / sin row is read from memory once per group instead of once per head, and is in L1 for the group's
   // other rows. The rows' results do not depend on the order they run in (README, session 26).
-  const bool grouped = sd[1][kCos] == 0 && sd[1][kSin] == 0 && (dcos != 0 || dsin != 0) && st.step[kIn] == 1;
-  const int64_t din1 = sd[1][kIn], dout1 = sd[1][kOut], group_bytes = din1 * static_cast<int64_t>(sizeof(TX));
+  // (The strides of dim 1 are used only when it has a group's extent: a size-1 dim's stride may be anything.)
+  const bool grouped = e1 >= kHeadGroup && sd[1][kCos] == 0 && sd[1][kSin] == 0 && (dcos != 0 || dsin != 0) &&
+                       st.step[kIn] == 1;
   while (begin < end) {
     if (grouped && i2 == 0 && i1 + kHeadGroup <= e1 && end - begin >= kHeadGroup * e2) {
+      const int64_t din1 = sd[1][kIn], dout1 = sd[1][kOut], group_bytes = din1 * static_cast<int64_t>(sizeof(TX));
       const TX* in = static_cast<const TX*>(st.in) + i0 * sd[0][kIn] + i1 * din1;
       TX* out = static_cast<TX*>(st.out) + i0 * sd[0][kOut] + i1 * dout1;
       const TC* c = static_cast<const TC*>(st.cos) + i0 * sd[0][kCos];
