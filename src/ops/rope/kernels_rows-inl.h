@@ -178,12 +178,16 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
   const bool grouped = e1 >= kHeadGroup && sd[1][kCos] == 0 && sd[1][kSin] == 0 && (dcos != 0 || dsin != 0) &&
                        st.step[kIn] == 1;
   while (begin < end) {
+    int64_t off[4];
+    for (int t = 0; t < 4; ++t) off[t] = i0 * sd[0][t] + i1 * sd[1][t] + i2 * sd[2][t];
+    const TX* in = static_cast<const TX*>(st.in) + off[kIn];
+    TX* out = static_cast<TX*>(st.out) + off[kOut];
+    const TC* c = static_cast<const TC*>(st.cos) + off[kCos];
+    const TC* s = static_cast<const TC*>(st.sin) + off[kSin];
+    int64_t heads = 1;  // the indices of outer dim 1 this step covers
     if (grouped && i2 == 0 && i1 + kHeadGroup <= e1 && end - begin >= kHeadGroup * e2) {
+      heads = kHeadGroup;
       const int64_t din1 = sd[1][kIn], dout1 = sd[1][kOut], group_bytes = din1 * static_cast<int64_t>(sizeof(TX));
-      const TX* in = static_cast<const TX*>(st.in) + i0 * sd[0][kIn] + i1 * din1;
-      TX* out = static_cast<TX*>(st.out) + i0 * sd[0][kOut] + i1 * dout1;
-      const TC* c = static_cast<const TC*>(st.cos) + i0 * sd[0][kCos];
-      const TC* s = static_cast<const TC*>(st.sin) + i0 * sd[0][kSin];
       for (int64_t r = 0; r < e2; ++r, in += din, out += dout, c += dcos, s += dsin) {
         const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
         for (int64_t g = 0; g < kHeadGroup; ++g)
@@ -191,47 +195,37 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
         for (int64_t g = 0; g < kHeadGroup; ++g) row(in + g * din1, out + g * dout1, c, s);
       }
       begin += kHeadGroup * e2;
-      i1 += kHeadGroup;
-      if (i1 == e1) {
-        i1 = 0;
-        ++i0;
-      }
-      continue;
-    }
-    const int64_t run = std::min(end - begin, e2 - i2);
-    int64_t off[4];
-    for (int t = 0; t < 4; ++t) off[t] = i0 * sd[0][t] + i1 * sd[1][t] + i2 * sd[2][t];
-    const TX* in = static_cast<const TX*>(st.in) + off[kIn];
-    TX* out = static_cast<TX*>(st.out) + off[kOut];
-    const TC* c = static_cast<const TC*>(st.cos) + off[kCos];
-    const TC* s = static_cast<const TC*>(st.sin) + off[kSin];
-    HWY_ALIGN float widened[2][kWidenCosSin ? kMaxWidth : 1];
-    const bool shared = dcos == 0 && dsin == 0;
-    auto widen = [&] {
-      if constexpr (kWidenCosSin) {
-        LoadRowF32(c, 1, width, width, widened[0]);
-        LoadRowF32(s, 1, width, width, widened[1]);
-      }
-    };
-    if (shared) widen();
-    for (int64_t r = 0; r < run; ++r, in += din, out += dout, c += dcos, s += dsin) {
-      // Software prefetch of the row kPrefetchRows ahead (a hint: it never faults, even past the view's end):
-      // partial-row slices leave gaps the hardware stream prefetcher does not follow.
-      const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
-      for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
-      if constexpr (kWidenCosSin) {
-        if (shared) {
-          row(in, out, static_cast<const float*>(widened[0]), static_cast<const float*>(widened[1]));
+    } else {
+      const int64_t run = std::min(end - begin, e2 - i2);
+      HWY_ALIGN float widened[2][kWidenCosSin ? kMaxWidth : 1];
+      const bool shared = dcos == 0 && dsin == 0;
+      auto widen = [&] {
+        if constexpr (kWidenCosSin) {
+          LoadRowF32(c, 1, width, width, widened[0]);
+          LoadRowF32(s, 1, width, width, widened[1]);
+        }
+      };
+      if (shared) widen();
+      for (int64_t r = 0; r < run; ++r, in += din, out += dout, c += dcos, s += dsin) {
+        // Software prefetch of the row kPrefetchRows ahead (a hint: it never faults, even past the view's end):
+        // partial-row slices leave gaps the hardware stream prefetcher does not follow.
+        const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
+        for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+        if constexpr (kWidenCosSin) {
+          if (shared) {
+            row(in, out, static_cast<const float*>(widened[0]), static_cast<const float*>(widened[1]));
+          } else {
+            row(in, out, c, s);
+          }
         } else {
           row(in, out, c, s);
         }
-      } else {
-        row(in, out, c, s);
       }
+      begin += run;
     }
-    begin += run;
     i2 = 0;
-    if (++i1 == e1) {
+    i1 += heads;
+    if (i1 == e1) {
       i1 = 0;
       ++i0;
     }
