@@ -4,12 +4,13 @@
 // No staging of x: window rows are read straight from it (the rows of the last K tokens are in cache); the weights
 // and the bias are converted to fp32 once per call and thread, for all channels. Tokens go outside, the item's
 // channels (whole rows) inside. Per group of kTokens tokens and block of kConvAccBlock channels,
-// pass (a) computes the accumulators, kTokens per channel group sharing its K weight vectors (7 row loads for 4
+// pass (a) computes the accumulators, kTokens per channel group sharing its K weight vectors (11 row loads for 8
 // outputs at K = 4), into an fp32 buffer that stays in L1; pass (b) applies the activation and rounds into y.
 // Split so, pass (b) is a short loop of independent iterations that the out-of-order core overlaps by the dozen;
 // fused, each iteration held four long SiLU chains and the core waited on their latency. Same operations in the same
 // order as the other paths (kernels.cpp), so the same bits. Large outputs are written with streaming stores, and a
-// sequence's first chunk writes its conv-state line back (problem.h, write_back_in_pass1).
+// sequence's first chunk writes its conv-state line back (problem.h, write_back_in_pass1). x is not prefetched by
+// software: the hardware's stream prefetch alone ran ~10 % faster from memory (README.md, "Session 27").
 //
 // bf16 rows are read and written as "pair" vectors: 2N elements load as N u32 lanes, the even channels are the low
 // halves (one shift widens them) and the odd ones the high halves (one mask), and a store merges two rounded vectors
@@ -136,19 +137,14 @@ HWY_INLINE void Accumulate(DF df, const T* const* rows, int64_t row_c, const flo
 }
 
 // Tokens [t, t + kTokens), channels [cb, cb + nb) of the item (nb <= kConvAccBlock); rows[i] is window row i at
-// channel 0, ahead[] the x rows to prefetch (null: none).
+// channel 0.
 template <class T, int K, bool kSilu, int kTokens>
-void ContiguousBlock(const T* const* rows, const T* const* ahead, const float* w, int64_t ws, const float* bias,
+void ContiguousBlock(const T* const* rows, const float* w, int64_t ws, const float* bias,
                      T* const* ys, int64_t cb, int64_t nb, bool stream, float* acc) {
   using C = Codec<T>;
   constexpr int V = C::kVectors;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df)), G = V * N;
-  for (int r = 0; r < kTokens; ++r) {
-    if (ahead[r] == nullptr) continue;
-    const char* line = reinterpret_cast<const char*>(ahead[r] + cb);
-    for (int64_t byte = 0; byte < nb * static_cast<int64_t>(sizeof(T)); byte += 64) hwy::Prefetch(line + byte);
-  }
   int64_t i = 0;
   for (; i + G <= nb; i += G) Accumulate<T, K, kTokens>(df, rows, cb + i, w, ws, bias, cb + i, acc + i);
   if (i < nb) {  // part of a group: through zero-padded copies of the rows
@@ -177,10 +173,8 @@ void ContiguousBlock(const T* const* rows, const T* const* ahead, const float* w
   }
 }
 
-// Tokens per group: kConvTokenGroup (problem.h; 2 ran 1.2-1.5x slower: 10 row loads per 4 outputs instead of 7); x
-// rows are prefetched this many tokens ahead (two groups).
+// Tokens per group: kConvTokenGroup (problem.h).
 constexpr int kGroup = kConvTokenGroup;
-constexpr int64_t kPrefetchTokens = 2 * kGroup;
 
 template <class T, int K, bool kSilu>
 void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch) {
@@ -215,19 +209,14 @@ void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v,
   auto run = [&](auto tokens_tag, int64_t t, int64_t cb, int64_t nb) {
     constexpr int kTokens = decltype(tokens_tag)::value;
     const T* rows[K - 1 + kTokens];
-    const T* ahead[kTokens];
     T* ys[kTokens];
     for (int i = 0; i < K - 1 + kTokens; ++i) rows[i] = window_row(t + i);
-    for (int u = 0; u < kTokens; ++u) {
-      const int64_t r = t + kPrefetchTokens + u;  // the group reads x rows t .. t + kTokens - 1 first
-      ahead[u] = r < it.token_end ? xb + r * p.x_token_stride : nullptr;
-    }
     for (int u = 0; u < kTokens; ++u) ys[u] = yb + (t + u) * p.y_token_stride;
-    ContiguousBlock<T, K, kSilu, kTokens>(rows, ahead, w + c0, wpad, bias + c0, ys, cb, nb, p.stream_y, acc);
+    ContiguousBlock<T, K, kSilu, kTokens>(rows, w + c0, wpad, bias + c0, ys, cb, nb, p.stream_y, acc);
   };
   // Tokens outside, channels inside: each x row is read as one run of the item's width (whole rows, plan.cpp), which
-  // the memory system streams best; the window rows of a token group (7 rows at K = 4, 112 KB for 8192 bf16
-  // channels) and the fp32 weights stay in L2. (Super-blocks of 1024 channels outside the token loop, with x read
+  // the memory system streams best; the window rows of a token group (11 rows at K = 4, 176 KB for 8192
+  // bf16 channels) and the fp32 weights stay in L2. (Super-blocks of 1024 channels outside the token loop, with x read
   // in 2 KB runs of each row, kept the weights in L1 but ran 15-25 % slower from memory: conv README.)
   auto blocks = [&](auto tokens_tag, int64_t t) {
     for (int64_t cb = 0; cb < nc; cb += kConvAccBlock) run(tokens_tag, t, cb, std::min(kConvAccBlock, nc - cb));

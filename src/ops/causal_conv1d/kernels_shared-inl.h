@@ -35,42 +35,47 @@ using VF = hn::Vec<DF>;
 constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
 
 // SiLU v / (1 + e^-v). e^-v = 2^z, z = -v log2(e) clamped to [-126, 126] (2^126 < FLT_MAX; beyond, SiLU is v or
-// -0 to fp32 precision), split z = n + f with n an integer nearest to z, |f| <= 1/2: 2^f by a degree-5 minimax
-// polynomial (relative error 7.5e-8; 2.4e-7 evaluated in fp32, as the degree-6 Taylor polynomial it replaces, one
-// operation fewer), 2^n by the exponent; 1/(1 + 2^z) by the hardware reciprocal and one Newton step (~1e-7).
-// AVX-512: f in one vreduceps (z minus z rounded to nearest even) and 2^f * 2^n in one vscalefps. AVX2: n comes from
-// adding 1.5 * 2^23 + 127: the sum's low mantissa bits are then n + 127, already the biased exponent, so one shift
-// makes 2^n (four operations where Round and a float to int conversion took nine). A NaN v stays NaN (the clamps
-// turn z into a number; v carries the NaN into the product). Highway's Exp and a division cost three times as
-// much; even so, this is most of the conv's arithmetic, which on AVX2 bounds it before memory does (README.md,
-// "Speed"). Every path of one target calls this, so all give the same bits.
+// -0 to fp32 precision), split z = n + f: 2^f by a degree-5 minimax polynomial (relative error 7.5e-8; ~2e-7
+// evaluated in fp32), 2^n by the exponent; 1/(1 + 2^z) by the hardware reciprocal and one Newton step (~1e-7).
+// AVX-512: the clamp in one vrangeps, n = floor(z) and f in [0, 1) from one vreduceps, and 2^f * 2^n in one vscalefps
+// of the polynomial by z itself (14 operations). AVX2: |f| <= 1/2, and n comes from adding 1.5 * 2^23 + 127: the
+// sum's low mantissa bits are then n + 127, already the biased exponent, so one shift makes 2^n (four operations where
+// Round and a float to int conversion took nine). A NaN v stays NaN (the clamps turn z into a number; v carries the
+// NaN into the product). Highway's Exp and a division cost three times as much; even so, this is most of the conv's
+// arithmetic, which bounds it before memory does (README.md, "Speed"). Every path of one target calls this, so all
+// give the same bits.
 HWY_INLINE VF Silu(DF df, VF v) {
 #if HWY_TARGET == HWY_SCALAR  // one lane: the libm functions
   const float s = hn::GetLane(v);
   return hn::Set(df, s / (1.0f + std::exp(std::min(-s, 88.0f))));
 #else
   VF z = hn::Mul(v, hn::Set(df, -1.44269504088896341f));
-  z = hn::Min(hn::Max(z, hn::Set(df, -126.0f)), hn::Set(df, 126.0f));
 #if HWY_TARGET == HWY_AVX3
-  const VF f{_mm512_reduce_ps(z.raw, 0)};  // z - round(z): imm 0 = no fraction bits, nearest even
-  const VF n = hn::Sub(z, f);
+  // z clamped to [-126, 126] by one vrangeps (imm 2: the operand of smaller magnitude, z's sign); f = z - floor(z)
+  // in [0, 1) by one vreduceps (imm 1: round down), so that vscalefps, which scales by 2^floor(z), takes z itself.
+  z = VF{_mm512_range_ps(z.raw, _mm512_set1_ps(126.0f), 2)};
+  const VF f{_mm512_reduce_ps(z.raw, 1)};
+  // 2^f on [0, 1): ((c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0, two chains of three instead of Horner's five deep.
+  const VF f2 = hn::Mul(f, f);
+  const VF p01 = hn::MulAdd(f, hn::Set(df, 0.6931530833f), hn::Set(df, 0.9999999404f));
+  const VF p23 = hn::MulAdd(f, hn::Set(df, 0.05582631752f), hn::Set(df, 0.2401536107f));
+  const VF p45 = hn::MulAdd(f, hn::Set(df, 0.001877576695f), hn::Set(df, 0.008989340626f));
+  VF poly = hn::MulAdd(p45, f2, p23);
+  poly = hn::MulAdd(poly, f2, p01);
+  const VF d = hn::Add(VF{_mm512_scalef_ps(poly.raw, z.raw)}, hn::Set(df, 1.0f));  // 1 + 2^f 2^floor(z)
 #else
+  z = hn::Min(hn::Max(z, hn::Set(df, -126.0f)), hn::Set(df, 126.0f));
   const hn::RebindToUnsigned<DF> du;
   const VF magic = hn::Set(df, 12583039.0f);  // 1.5 * 2^23 + 127: exact, and ulp 1 for |z| <= 126
   const VF shifted = hn::Add(z, magic);        // z rounded to an integer (a tie goes to odd n: magic is odd)
   const VF f = hn::Sub(z, hn::Sub(shifted, magic));
-#endif
-  // 2^f on [-1/2, 1/2]: ((c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0, two chains of three instead of Horner's
-  // five deep.
+  // 2^f on [-1/2, 1/2], the same two chains.
   const VF f2 = hn::Mul(f, f);
   const VF p01 = hn::MulAdd(f, hn::Set(df, 0.6931469440460205f), hn::Set(df, 1.0000001192092896f));
   const VF p23 = hn::MulAdd(f, hn::Set(df, 0.05550713092088699f), hn::Set(df, 0.24022120237350464f));
   const VF p45 = hn::MulAdd(f, hn::Set(df, 0.0013276472454890609f), hn::Set(df, 0.009675541892647743f));
   VF poly = hn::MulAdd(p45, f2, p23);
   poly = hn::MulAdd(poly, f2, p01);
-#if HWY_TARGET == HWY_AVX3
-  const VF d = hn::Add(VF{_mm512_scalef_ps(poly.raw, n.raw)}, hn::Set(df, 1.0f));  // 1 + 2^f 2^n
-#else
   const VF scale = hn::BitCast(df, hn::ShiftLeft<23>(hn::BitCast(du, shifted)));  // 2^n: bits (n + 127) << 23
   const VF d = hn::MulAdd(poly, scale, hn::Set(df, 1.0f));                        // 1 + 2^z
 #endif

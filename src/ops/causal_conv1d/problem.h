@@ -51,9 +51,11 @@ enum class ConvPath { kChannelContiguous, kTokenContiguous, kStaged };
 ConvPath conv_path(const ConvProblem& p);
 constexpr int64_t kConvTokenContiguousChannels = 16, kConvSegment = 1024;
 // The channel-contiguous path computes blocks of kConvAccBlock channels x groups of kConvTokenGroup tokens into
-// fp32 first.
-constexpr int64_t kConvAccBlock = 256;
-constexpr int kConvTokenGroup = 4;
+// fp32 first (8 tokens: 11 x rows per 8 outputs at K = 4, and 16 of AVX-512's 32 registers hold the bf16
+// accumulators; 128 channels: each block's SiLU pass is short enough for the out-of-order core to overlap the next
+// block's loads with it. README.md, "Session 27").
+constexpr int64_t kConvAccBlock = 128;
+constexpr int kConvTokenGroup = 8;
 // The channel-contiguous path's fp32 weight and bias rows cover all channels, padded to the widest target's group
 // (32 bf16 pair channels); item channel starts are multiples of 32, so every item starts on a whole group.
 inline int64_t conv_weight_stride(const ConvProblem& p) { return (p.dim + 31) / 32 * 32; }
