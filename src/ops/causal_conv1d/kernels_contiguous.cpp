@@ -173,8 +173,10 @@ void ContiguousBlock(const T* const* rows, const float* w, int64_t ws, const flo
   }
 }
 
-// Tokens per group: kConvTokenGroup (problem.h).
-constexpr int kGroup = kConvTokenGroup;
+// Tokens per group: kConvTokenGroup (problem.h) where 32 vector registers hold the 16 bf16 accumulators (AVX-512);
+// 4 on AVX2's 16 registers (and on SCALAR), as measured on AVX2 machines before session 27.
+constexpr int kGroup = HWY_TARGET == HWY_AVX3 ? kConvTokenGroup : 4;
+static_assert(kGroup <= kConvTokenGroup, "the scratch holds kConvTokenGroup accumulator rows");
 
 template <class T, int K, bool kSilu>
 void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v, float* scratch) {
