@@ -298,7 +298,8 @@ HWY_INLINE void StoreRowF32(const float* src, int64_t count, T* dst, int64_t str
   int64_t j = 0;
   if (stride == 1)
     for (; j + N <= count; j += N) StoreF32(df, hn::LoadU(df, src + j), dst + j);
-  for (; j < count; ++j) StoreScalarF32(src[j], dst + j * stride);
+  T* d = dst + j * stride;  // a pointer walk: with j * stride in the loop GCC warned of an overflow it cannot rule out
+  for (; j < count; ++j, d += stride) StoreScalarF32(src[j], d);
 }
 
 // StoreRowF32 for an fp32 row that nothing reads soon: non-temporal stores where dst is contiguous and

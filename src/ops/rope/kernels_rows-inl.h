@@ -141,6 +141,7 @@ void GradRowStrided(const RotationConfig& cfg, const GradSide& side, const TX* i
                     const TC* c, int64_t c_step, const TC* s, int64_t s_step, float* acc_c, float* acc_s) {
   const int64_t n = cfg.width;
   float db[kMaxWidth], xb[kMaxWidth], cb[kMaxWidth], sb[kMaxWidth], yb[kMaxWidth];
+  std::fill(yb, yb + n, 0.0f);  // RotateRowF32 writes all n; GCC's flow analysis cannot see it through the mode switch
   LoadRowF32(in, side.step[0], n, n, db);
   LoadRowF32(x, side.step[2], n, n, xb);
   LoadRowF32(c, c_step, n, n, cb);

@@ -30,6 +30,7 @@ struct Source {
 void selections(RotaryMode mode, int64_t d, int64_t j, Source* p1, Source* p2) {
   const int64_t h = d / 2, q = d / 4;
   *p1 = {j, 1.0};
+  *p2 = {j, 0.0};  // every mode sets it below; this only keeps the compiler's flow analysis quiet
   switch (mode) {
     case RotaryMode::kHalf: *p2 = j < h ? Source{j + h, -1.0} : Source{j - h, 1.0}; break;
     case RotaryMode::kInterleave: *p2 = j % 2 == 0 ? Source{j + 1, -1.0} : Source{j - 1, 1.0}; break;
