@@ -40,8 +40,8 @@ constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
 // AVX-512: the clamp in one vrangeps, n = floor(z) and f in [0, 1) from one vreduceps, and 2^f * 2^n in one vscalefps
 // of the polynomial by z itself (14 operations). AVX2: |f| <= 1/2, and n comes from adding 1.5 * 2^23 + 127: the
 // sum's low mantissa bits are then n + 127, already the biased exponent, so one shift makes 2^n (four operations where
-// Round and a float to int conversion took nine). A NaN v stays NaN (the clamps turn z into a number; v carries the
-// NaN into the product). Highway's Exp and a division cost three times as much; even so, this is most of the conv's
+// Round and a float to int conversion took nine). A NaN v stays NaN (AVX2's clamps turn z into a number, AVX-512's
+// vrangeps keeps it NaN; either way v carries the NaN into the product). Highway's Exp and a division cost three times as much; even so, this is most of the conv's
 // arithmetic, which bounds it before memory does (README.md, "Speed"). Every path of one target calls this, so all
 // give the same bits.
 HWY_INLINE VF Silu(DF df, VF v) {
