@@ -2,14 +2,17 @@
 // without, best wall time of `reps` (1 thread unless TXOPS_NUM_THREADS), and an FNV-1a hash of y, so a kernel change
 // can be timed in cache (small T) and from memory (large T) and its bits compared. x and y are 2 MiB-aligned (4 KiB
 // pages), as the bench's buffers are aligned: y is then written with streaming stores once it reaches 4 MiB.
+// With a 4th argument `cf`, x and y are stored channel-first ((dim, T), transformers' layout, passed as the
+// transposed view: the token-contiguous path).
 // Usage: g++ -O2 -std=c++17 -march=native -fopenmp -Iinclude -Isrc dev/conv/speed.cpp build/libtxops_internal.a -lhwy
-//        -o build/dev_conv_speed && build/dev_conv_speed [T] [dim] [reps]
+//        -o build/dev_conv_speed && build/dev_conv_speed [T] [dim] [reps] [cf]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -33,7 +36,12 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   for (int64_t i = 0; i < T * dim; ++i) store_f32(&x[i], DType::kBF16, 0, u(rng));
   for (auto& e : w) store_f32(&e, DType::kBF16, 0, u(rng) * 0.5f);
+  const bool channel_first = argc > 4 && std::string(argv[4]) == "cf";
   TensorView xv{x, DType::kBF16, {1, T, dim}}, yv{y, DType::kBF16, {1, T, dim}};
+  if (channel_first) {
+    xv = TensorView{x, DType::kBF16, {1, T, dim}, {T * dim, 1, T}};
+    yv = TensorView{y, DType::kBF16, {1, T, dim}, {T * dim, 1, T}};
+  }
   TensorView wv{w.data(), DType::kBF16, {4, dim}}, sv{st.data(), DType::kBF16, {1, 3, dim}};
   for (ConvActivation act : {ConvActivation::kSilu, ConvActivation::kNone}) {
     double best = 1e30;

@@ -9,6 +9,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/causal_conv1d/kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -48,6 +49,28 @@ void ForwardTokens(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb,
 }
 
 // ---- the token-contiguous path: x and y with token stride 1 (transformers' channel-first (B, dim, L)) ----
+// A y row of n tokens from the fp32 row src: where y is large (p.stream_y), its vector-aligned middle with streaming
+// stores (no read of y's lines before they are written: a third of the traffic), the ends with plain ones;
+// StoreRowF32's values either way (its vector body and scalar tail round alike).
+// Prefetches the lines of `count` contiguous elements from p.
+template <class T>
+HWY_INLINE void PrefetchTokens(const T* p, int64_t count) {
+  const char* bytes = reinterpret_cast<const char*>(p);
+  for (int64_t b = 0; b < count * static_cast<int64_t>(sizeof(T)); b += 64) hwy::Prefetch(bytes + b);
+}
+
+template <class T>
+HWY_INLINE void StoreTokenRow(const float* src, int64_t n, T* dst, bool stream) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const uintptr_t bytes = static_cast<uintptr_t>(N) * sizeof(T);
+  if (!stream || reinterpret_cast<uintptr_t>(dst) % sizeof(T) != 0) return StoreRowF32(src, n, dst, 1);
+  int64_t j = 0;
+  for (; j < n && reinterpret_cast<uintptr_t>(dst + j) % bytes != 0; ++j) StoreScalarF32(src[j], dst + j);
+  for (; j + N <= n; j += N) StreamF32(df, hn::LoadU(df, src + j), dst + j);
+  for (; j < n; ++j) StoreScalarF32(src[j], dst + j);
+}
+
 // Per channel, a segment of up to kConvSegment tokens is staged after the K-1 values before it (the carry), and
 // the K taps are unaligned loads of that staged row; same operations in the same order as the other paths.
 template <class T, int K, bool kSilu>
@@ -71,6 +94,12 @@ void TokenContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T
     }
     for (int64_t t0 = it.token_begin; t0 < it.token_end; t0 += kConvSegment) {
       const int64_t n = std::min(kConvSegment, it.token_end - t0), padded = (n + N - 1) / N * N;
+      // The next segment (of this channel, or else the next channel's first) is fetched while this one computes: the
+      // hardware's stream prefetch alone left the loads waiting (README.md, "Session 27": ~15 % from memory).
+      if (t0 + n < it.token_end)
+        PrefetchTokens(xc + t0 + n, std::min(kConvSegment, it.token_end - t0 - n));
+      else if (c + 1 < it.channel_end)
+        PrefetchTokens(xc + v.xc + it.token_begin, std::min(kConvSegment, it.token_end - it.token_begin));
       LoadRowF32(xc + t0, 1, n, padded + N, buf + K - 1);
       for (int64_t i = 0; i < padded; i += N) {
         VF acc = bias;
@@ -78,10 +107,13 @@ void TokenContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T
         if (kSilu) acc = Silu(df, acc);
         hn::Store(acc, df, out + i);
       }
-      StoreRowF32(out, n, yc + t0, 1);
+      StoreTokenRow(out, n, yc + t0, p.stream_y);
       std::memmove(buf, buf + n, (K - 1) * sizeof(float));  // the last K-1 values carry into the next segment
     }
   }
+  // The item holds every token of its channels, so it is their history's only reader: their line is written back
+  // now, while the rows' last tokens are in cache (plan.cpp sets this only when no length is zero).
+  if (p.write_back_in_pass1) WriteBackChannels(p, v, b, it.channel_begin, it.channel_end);
 }
 
 template <class T>
@@ -136,6 +168,7 @@ void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_
                                                                    w, bias, out);
     });
   }
+  if (p.stream_y) hwy::FlushStream();  // order the token-contiguous path's streaming stores before the barrier
 }
 
 template <class T>

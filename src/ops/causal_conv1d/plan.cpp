@@ -88,9 +88,12 @@ Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
   int64_t tokens = 0;
   bool empty_sequence = false;
   for (int64_t L : p.length) tokens += L, empty_sequence = empty_sequence || L == 0;
-  const bool contiguous = conv_path(p) == ConvPath::kChannelContiguous;
-  p.stream_y = contiguous && tokens * p.dim * static_cast<int64_t>(dtype_size(p.dtype)) >= kStreamingBytes;
-  p.write_back_in_pass1 = contiguous && !empty_sequence;
+  const ConvPath path = conv_path(p);
+  const bool contiguous = path == ConvPath::kChannelContiguous;
+  p.stream_y = (contiguous || path == ConvPath::kTokenContiguous) &&
+               tokens * p.dim * static_cast<int64_t>(dtype_size(p.dtype)) >= kStreamingBytes;
+  // The token-contiguous path's items hold all tokens of their channels (plan_items), so they can write back too.
+  p.write_back_in_pass1 = (contiguous || path == ConvPath::kTokenContiguous) && !empty_sequence;
   plan_items(plan.get());
   const Isa isa = active_isa();
   record_plan(compiled_isa(isa), plan->threads, "causal_conv1d_rows");
