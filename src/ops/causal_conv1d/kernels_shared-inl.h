@@ -44,6 +44,16 @@ constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
 // vrangeps keeps it NaN; either way v carries the NaN into the product). Highway's Exp and a division cost three times as much; even so, this is most of the conv's
 // arithmetic, which bounds it before memory does (README.md, "Speed"). Every path of one target calls this, so all
 // give the same bits.
+// c0 + c1 f + ... + c5 f^5 as ((c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0: two chains of three instead of
+// Horner's five deep (the SiLU's polynomials for 2^f).
+HWY_INLINE VF Poly5(DF df, VF f, float c0, float c1, float c2, float c3, float c4, float c5) {
+  const VF f2 = hn::Mul(f, f);
+  const VF p01 = hn::MulAdd(f, hn::Set(df, c1), hn::Set(df, c0));
+  const VF p23 = hn::MulAdd(f, hn::Set(df, c3), hn::Set(df, c2));
+  const VF p45 = hn::MulAdd(f, hn::Set(df, c5), hn::Set(df, c4));
+  return hn::MulAdd(hn::MulAdd(p45, f2, p23), f2, p01);
+}
+
 HWY_INLINE VF Silu(DF df, VF v) {
 #if HWY_TARGET == HWY_SCALAR  // one lane: the libm functions
   const float s = hn::GetLane(v);
@@ -55,13 +65,8 @@ HWY_INLINE VF Silu(DF df, VF v) {
   // in [0, 1) by one vreduceps (imm 1: round down), so that vscalefps, which scales by 2^floor(z), takes z itself.
   z = VF{_mm512_range_ps(z.raw, _mm512_set1_ps(126.0f), 2)};
   const VF f{_mm512_reduce_ps(z.raw, 1)};
-  // 2^f on [0, 1): ((c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0, two chains of three instead of Horner's five deep.
-  const VF f2 = hn::Mul(f, f);
-  const VF p01 = hn::MulAdd(f, hn::Set(df, 0.6931530833f), hn::Set(df, 0.9999999404f));
-  const VF p23 = hn::MulAdd(f, hn::Set(df, 0.05582631752f), hn::Set(df, 0.2401536107f));
-  const VF p45 = hn::MulAdd(f, hn::Set(df, 0.001877576695f), hn::Set(df, 0.008989340626f));
-  VF poly = hn::MulAdd(p45, f2, p23);
-  poly = hn::MulAdd(poly, f2, p01);
+  const VF poly = Poly5(df, f, 0.9999999404f, 0.6931530833f, 0.2401536107f, 0.05582631752f, 0.008989340626f,
+                        0.001877576695f);  // 2^f on [0, 1)
   const VF d = hn::Add(VF{_mm512_scalef_ps(poly.raw, z.raw)}, hn::Set(df, 1.0f));  // 1 + 2^f 2^floor(z)
 #else
   z = hn::Min(hn::Max(z, hn::Set(df, -126.0f)), hn::Set(df, 126.0f));
@@ -69,13 +74,8 @@ HWY_INLINE VF Silu(DF df, VF v) {
   const VF magic = hn::Set(df, 12583039.0f);  // 1.5 * 2^23 + 127: exact, and ulp 1 for |z| <= 126
   const VF shifted = hn::Add(z, magic);        // z rounded to an integer (a tie goes to odd n: magic is odd)
   const VF f = hn::Sub(z, hn::Sub(shifted, magic));
-  // 2^f on [-1/2, 1/2], the same two chains.
-  const VF f2 = hn::Mul(f, f);
-  const VF p01 = hn::MulAdd(f, hn::Set(df, 0.6931469440460205f), hn::Set(df, 1.0000001192092896f));
-  const VF p23 = hn::MulAdd(f, hn::Set(df, 0.05550713092088699f), hn::Set(df, 0.24022120237350464f));
-  const VF p45 = hn::MulAdd(f, hn::Set(df, 0.0013276472454890609f), hn::Set(df, 0.009675541892647743f));
-  VF poly = hn::MulAdd(p45, f2, p23);
-  poly = hn::MulAdd(poly, f2, p01);
+  const VF poly = Poly5(df, f, 1.0000001192092896f, 0.6931469440460205f, 0.24022120237350464f, 0.05550713092088699f,
+                        0.009675541892647743f, 0.0013276472454890609f);  // 2^f on [-1/2, 1/2]
   const VF scale = hn::BitCast(df, hn::ShiftLeft<23>(hn::BitCast(du, shifted)));  // 2^n: bits (n + 127) << 23
   const VF d = hn::MulAdd(poly, scale, hn::Set(df, 1.0f));                        // 1 + 2^z
 #endif
