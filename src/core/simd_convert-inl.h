@@ -302,15 +302,16 @@ HWY_INLINE void StoreRowF32(const float* src, int64_t count, T* dst, int64_t str
   for (; j < count; ++j, d += stride) StoreScalarF32(src[j], d);
 }
 
-// StoreRowF32 for an fp32 row that nothing reads soon: non-temporal stores where dst is contiguous and
-// vector-aligned (the caller fences, hwy::FlushStream, before another thread reads it). The same values.
-HWY_INLINE void StreamRowF32(const float* src, int64_t count, float* dst, int64_t stride) {
+// StoreRowF32 for a row that nothing reads soon: non-temporal stores where dst is contiguous and vector-aligned
+// (the caller fences, hwy::FlushStream, before another thread reads it), StoreRowF32 elsewhere. The same values.
+template <class T>
+HWY_INLINE void StreamRowF32(const float* src, int64_t count, T* dst, int64_t stride) {
   const hn::ScalableTag<float> df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   int64_t j = 0;
-  if (stride == 1 && reinterpret_cast<uintptr_t>(dst) % (N * sizeof(float)) == 0)
-    for (; j + N <= count; j += N) hn::Stream(hn::LoadU(df, src + j), df, dst + j);
-  for (; j < count; ++j) dst[j * stride] = src[j];
+  if (stride == 1 && reinterpret_cast<uintptr_t>(dst) % (N * sizeof(T)) == 0)
+    for (; j + N <= count; j += N) StreamF32(df, hn::LoadU(df, src + j), dst + j);
+  StoreRowF32(src + j, count - j, dst + j * stride, stride);
 }
 
 }  // namespace HWY_NAMESPACE

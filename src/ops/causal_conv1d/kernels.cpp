@@ -49,26 +49,11 @@ void ForwardTokens(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb,
 }
 
 // ---- the token-contiguous path: x and y with token stride 1 (transformers' channel-first (B, dim, L)) ----
-// A y row of n tokens from the fp32 row src: where y is large (p.stream_y), its vector-aligned middle with streaming
-// stores (no read of y's lines before they are written: a third of the traffic), the ends with plain ones;
-// StoreRowF32's values either way (its vector body and scalar tail round alike).
 // Prefetches the lines of `count` contiguous elements from p.
 template <class T>
 HWY_INLINE void PrefetchTokens(const T* p, int64_t count) {
   const char* bytes = reinterpret_cast<const char*>(p);
   for (int64_t b = 0; b < count * static_cast<int64_t>(sizeof(T)); b += 64) hwy::Prefetch(bytes + b);
-}
-
-template <class T>
-HWY_INLINE void StoreTokenRow(const float* src, int64_t n, T* dst, bool stream) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const uintptr_t bytes = static_cast<uintptr_t>(N) * sizeof(T);
-  if (!stream || reinterpret_cast<uintptr_t>(dst) % sizeof(T) != 0) return StoreRowF32(src, n, dst, 1);
-  int64_t j = 0;
-  for (; j < n && reinterpret_cast<uintptr_t>(dst + j) % bytes != 0; ++j) StoreScalarF32(src[j], dst + j);
-  for (; j + N <= n; j += N) StreamF32(df, hn::LoadU(df, src + j), dst + j);
-  for (; j < n; ++j) StoreScalarF32(src[j], dst + j);
 }
 
 // Per channel, a segment of up to kConvSegment tokens is staged after the K-1 values before it (the carry), and
@@ -107,7 +92,10 @@ void TokenContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T
         if (kSilu) acc = Silu(df, acc);
         hn::Store(acc, df, out + i);
       }
-      StoreTokenRow(out, n, yc + t0, p.stream_y);
+      if (p.stream_y)  // y is large: streamed where this run of it is vector-aligned (no read before the write)
+        StreamRowF32(out, n, yc + t0, 1);
+      else
+        StoreRowF32(out, n, yc + t0, 1);
       std::memmove(buf, buf + n, (K - 1) * sizeof(float));  // the last K-1 values carry into the next segment
     }
   }

@@ -88,12 +88,11 @@ Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
   int64_t tokens = 0;
   bool empty_sequence = false;
   for (int64_t L : p.length) tokens += L, empty_sequence = empty_sequence || L == 0;
-  const ConvPath path = conv_path(p);
-  const bool contiguous = path == ConvPath::kChannelContiguous;
-  p.stream_y = (contiguous || path == ConvPath::kTokenContiguous) &&
-               tokens * p.dim * static_cast<int64_t>(dtype_size(p.dtype)) >= kStreamingBytes;
-  // The token-contiguous path's items hold all tokens of their channels (plan_items), so they can write back too.
-  p.write_back_in_pass1 = (contiguous || path == ConvPath::kTokenContiguous) && !empty_sequence;
+  // The channel- and token-contiguous paths stream a large y, and write each line back in pass 1: their first items
+  // (the token-contiguous path's hold all tokens of their channels, plan_items) are the only readers of its history.
+  const bool row_path = conv_path(p) != ConvPath::kStaged;
+  p.stream_y = row_path && tokens * p.dim * static_cast<int64_t>(dtype_size(p.dtype)) >= kStreamingBytes;
+  p.write_back_in_pass1 = row_path && !empty_sequence;
   plan_items(plan.get());
   const Isa isa = active_isa();
   record_plan(compiled_isa(isa), plan->threads, "causal_conv1d_rows");

@@ -26,8 +26,8 @@ struct ConvProblem {
   std::vector<int64_t> length;       // tokens of each sequence
   std::vector<int64_t> line;         // its conv-state line, or -1: skipped (null_block_id): y zero, no state write
   std::vector<int64_t> history_row;  // first state row of its K-1 history rows, or -1: a zero history
-  bool stream_y = false;             // y is large: the channel-contiguous path writes it with streaming stores
-  bool write_back_in_pass1 = false;  // the channel-contiguous path writes each line back itself (no pass 2)
+  bool stream_y = false;             // y is large: the channel- and token-contiguous paths stream it
+  bool write_back_in_pass1 = false;  // those paths write each line back in pass 1 (no pass 2)
   int64_t channel_chunk = 0;         // pass 1 items' channels at most (plan.cpp, conv_channel_chunk)
 };
 
