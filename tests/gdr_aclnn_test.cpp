@@ -1,9 +1,12 @@
 // gdr_aclnn_test.cpp — the aclnn two-phase path of both gated-delta-rule ops: aclCreateTensor (including an
 // offset, padded view), GetWorkspaceSize, a workspace of exactly the size asked for, run; results equal the
-// C++ API's bytes and match the fp64 oracle; a workspace one byte short is refused with 161002.
+// C++ API's bytes and match the fp64 oracle; a workspace one byte short is refused with 161002; the prefill's
+// pipeline mode on three threads (run under ThreadSanitizer).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "aclnnop/aclnn_chunk_gated_delta_rule.h"
@@ -50,6 +53,35 @@ TEST(GdrAclnn, PrefillTwoPhaseMatchesCppApiAndOracle) {
     EXPECT_TRUE(p.out.bytes == out_aclnn) << "aclnn and C++ API outputs differ";
     EXPECT_TRUE(p.final_state.bytes == state_aclnn) << "aclnn and C++ API final states differ";
   }
+}
+
+// Pipeline mode (the column blocks of one head hand phase one's records to each other through atomic counters) on
+// three threads, through the two-phase path: the oracle's result and the 1-thread bits. This binary runs under
+// ThreadSanitizer (Makefile, test-tsan), which checks the hand-over.
+TEST(GdrAclnn, PrefillPipelineModeOnThreeThreads) {
+  PrefillConfig c = prefill_config(64, 96, {7 * 64 + 5});
+  c.nk = 1, c.nv = 1;
+  PrefillProblem p(c);
+  std::vector<double> out_ref, state_ref;
+  p.reference(&out_ref, &state_ref);
+  PrefillKernelScope kernel("chunked");
+  std::vector<uint8_t> out_one, state_one;
+  {
+    ScopedThreads one(1);
+    ASSERT_TRUE(p.run().ok());
+    out_one = p.out.bytes, state_one = p.final_state.bytes;
+  }
+  ScopedEnv split("TXOPS_GDR_SPLIT", "pipeline");
+  ScopedThreads three(3);
+  const std::string log = verbose_log(p);
+  EXPECT_NE(log.find("mode=pipeline(3 column blocks)"), std::string::npos) << log;
+  std::fill(p.out.bytes.begin(), p.out.bytes.end(), 0xCD);
+  const AclnnOutcome outcome = call_aclnn(prefill_args(&p));
+  ASSERT_EQ(outcome.status, 0) << outcome.message;
+  EXPECT_TRUE(matches_reference("gdr_out", p.out.view(), out_ref, "pipeline out", nullptr));
+  EXPECT_TRUE(matches_reference("gdr_state", p.final_state.view(), state_ref, "pipeline finalState", nullptr));
+  EXPECT_TRUE(p.out.bytes == out_one) << "pipeline mode on 3 threads differs from 1 thread";
+  EXPECT_TRUE(p.final_state.bytes == state_one) << "pipeline mode's final state differs from 1 thread";
 }
 
 TEST(GdrAclnn, DecodeTwoPhaseMatchesCppApiAndOracle) {

@@ -108,7 +108,7 @@ TEST(GdrAmx, BitIdenticalForOneToFourThreadsAndEveryMode) {
 }
 
 // The planner's split of one long sequence of one head on two threads: column mode on the AMX path (phase one is
-// cheap there beside the state pass), chunk mode on the fp32 path; a ragged batch stays out of column mode.
+// cheap there beside the state pass), pipeline mode on the fp32 path; a ragged batch stays out of both.
 TEST(GdrAmx, PlannerTakesColumnModeForOneHeadOnTheAmxPath) {
   if (!txops::amx_bf16_usable() || !txops::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AMX-BF16 on this CPU or OS";
   ScopedEnv split("TXOPS_GDR_SPLIT", nullptr);
@@ -126,7 +126,7 @@ TEST(GdrAmx, PlannerTakesColumnModeForOneHeadOnTheAmxPath) {
   {
     AmxSwitch off(false);
     const std::string log = verbose_log(one_head);
-    EXPECT_NE(log.find("mode=chunks"), std::string::npos) << log;
+    EXPECT_NE(log.find("mode=pipeline(2 column blocks)"), std::string::npos) << log;
   }
   c.lengths = {4 * kChunk + 3, kChunk};  // unequal: chunk mode's waves balance it
   PrefillProblem ragged(c);

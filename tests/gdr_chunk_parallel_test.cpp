@@ -1,9 +1,10 @@
 // gdr_chunk_parallel_test.cpp — the chunked prefill kernel's chunk mode (parallel over chunks: phase one of a wave of
-// chunks on all threads, then the state pass over (sequence, head, Dv column block)) and the token-weighted partition
-// of items mode. Chunk mode (forced with TXOPS_GDR_SPLIT=chunks) is checked against the fp64 oracle on each ISA the
-// CPU has (one test per ISA), and for bit identity with items mode on 1 thread over 1..4 threads (several waves,
-// column blocks that split a vector group, ragged batches with empty sequences, fewer items than threads); the
-// planner's own choice is checked through TXOPS_VERBOSE.
+// chunks on all threads, then the state pass over (sequence, head, Dv column block)), pipeline mode (each (sequence,
+// head, column block) on a thread of its own, phase one made in turns and handed over) and the token-weighted
+// partition of items mode. Chunk and pipeline mode (forced with TXOPS_GDR_SPLIT) are checked against the fp64 oracle
+// on each ISA the CPU has (one test per ISA), and for bit identity with items mode on 1 thread over 1..4 threads
+// (several waves, column blocks that split a vector group, ragged batches with empty sequences, fewer items than
+// threads); the planner's own choice is checked through TXOPS_VERBOSE.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -47,19 +48,23 @@ std::vector<PrefillConfig> chunk_mode_configs() {
   return configs;
 }
 
-TEST_P(GdrChunkParallelOnIsa, ChunkModeMatchesTheOracle) {
-  ScopedEnv split("TXOPS_GDR_SPLIT", "chunks");
-  for (const PrefillConfig& config : chunk_mode_configs()) {
-    PrefillProblem problem(config);
-    std::vector<double> out_ref, state_ref;
-    problem.reference(&out_ref, &state_ref);
-    PrefillKernelScope kernel("chunked");
-    ScopedThreads threads(3);
-    SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()));
-    const txops::Status st = problem.run();
-    ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "chunk mode out", nullptr));
-    EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "chunk mode state", nullptr));
+// Pipeline mode takes the configs whose (item, column block) units fit the three threads (the first: one item in
+// three blocks) and falls back to chunk mode for the others.
+TEST_P(GdrChunkParallelOnIsa, ChunkAndPipelineModeMatchTheOracle) {
+  for (const char* mode : {"chunks", "pipeline"}) {
+    ScopedEnv split("TXOPS_GDR_SPLIT", mode);
+    for (const PrefillConfig& config : chunk_mode_configs()) {
+      PrefillProblem problem(config);
+      std::vector<double> out_ref, state_ref;
+      problem.reference(&out_ref, &state_ref);
+      PrefillKernelScope kernel("chunked");
+      ScopedThreads threads(3);
+      SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()) + " mode=" + mode);
+      const txops::Status st = problem.run();
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_TRUE(matches_reference("gdr_out", problem.out.view(), out_ref, "chunk mode out", nullptr));
+      EXPECT_TRUE(matches_reference("gdr_state", problem.final_state.view(), state_ref, "chunk mode state", nullptr));
+    }
   }
 }
 
@@ -85,17 +90,37 @@ TEST_P(GdrChunkParallelOnIsa, AutoModeBitIdenticalForOneToFourThreads) {
   }
 }
 
-// Few items (one sequence, one head) spread over the threads by chunks; many equal items stay in items mode;
-// one thread never splits.
+// Few items spread over the threads: one sequence of one head by column blocks (pipeline mode; column mode on
+// the AMX path), a head of one column group and two unequal sequences by chunks; many equal items stay in items
+// mode; one thread never splits.
 TEST(GdrChunkParallel, PlannerSplitsChunksWhenItemsCannotBalance) {
   ScopedEnv split("TXOPS_GDR_SPLIT", nullptr);
   PrefillKernelScope kernel("chunked");
   PrefillConfig few;
   few.lengths = {5 * kChunk};
+  few.dv = 64;
   PrefillProblem one_item(few);
   {
     ScopedThreads threads(2);
     const std::string log = verbose_log(one_item);
+    const bool amx = log.find("x=amx") != std::string::npos;
+    EXPECT_NE(log.find(amx ? "mode=columns(2 column blocks)" : "mode=pipeline(2 column blocks)"), std::string::npos)
+        << log;
+  }
+  {
+    PrefillConfig narrow = few;
+    narrow.dv = 16;  // one 16-column group: no second block for the other thread
+    PrefillProblem one_group(narrow);
+    ScopedThreads threads(2);
+    const std::string log = verbose_log(one_group);
+    EXPECT_NE(log.find("mode=chunks"), std::string::npos) << log;
+  }
+  {
+    PrefillConfig unequal = few;
+    unequal.lengths = {5 * kChunk, kChunk};
+    PrefillProblem two_items(unequal);
+    ScopedThreads threads(2);
+    const std::string log = verbose_log(two_items);
     EXPECT_NE(log.find("mode=chunks"), std::string::npos) << log;
   }
   {

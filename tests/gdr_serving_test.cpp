@@ -141,7 +141,7 @@ TEST_P(GdrServingOnIsa, PoolBitIdenticalAcrossThreadsAndModes) {
   GdrPrefillOptions o;
   o.state_indices = &idx_view, o.has_initial_state = &has_view, o.kernel = GdrKernel::kChunked;
   HostTensor first_out, first_pool;
-  for (const char* split : {"items", "chunks", "columns"}) {
+  for (const char* split : {"items", "chunks", "columns", "pipeline"}) {
     ScopedEnv mode("TXOPS_GDR_SPLIT", split);
     for (int threads = 1; threads <= 4; ++threads) {
       ScopedThreads scope(threads);
@@ -268,7 +268,7 @@ TEST_P(GdrServingOnIsa, SnapshotsBitIdenticalAcrossThreadsAndModes) {
   c.nk = 1, c.nv = 2, c.dk = 16, c.dv = 48;
   PrefillProblem p(c);
   HostTensor first;
-  for (const char* split : {"items", "chunks", "columns"}) {
+  for (const char* split : {"items", "chunks", "columns", "pipeline"}) {
     ScopedEnv mode("TXOPS_GDR_SPLIT", split);
     for (int threads = 1; threads <= 4; ++threads) {
       ScopedThreads scope(threads);

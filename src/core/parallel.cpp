@@ -1,9 +1,11 @@
-// parallel.cpp — OpenMP-backed parallel_for with static, balanced contiguous ranges.
+// parallel.cpp — OpenMP-backed parallel_for with static, balanced contiguous ranges, and the wait of parts that
+// hand work to each other.
 #include "core/parallel.h"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "core/plan_record.h"
 #include "txops/txops.h"
@@ -36,6 +38,20 @@ void parallel_for(int threads, int64_t n, const std::function<void(int64_t, int6
     if (begin < end) fn(begin, end);
   }
   record_parallel_team(team);
+}
+
+int parallel_team_size() { return omp_get_num_threads(); }
+
+void wait_at_least(const std::atomic<int64_t>& counter, int64_t target) {
+  for (int spins = 0; counter.load(std::memory_order_acquire) < target; ++spins) {
+    if (spins < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 int64_t partition_by_cost(const std::vector<int64_t>& costs, int threads, std::vector<int64_t>* part_start) {

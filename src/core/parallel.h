@@ -4,6 +4,7 @@
 #ifndef TXOPS_CORE_PARALLEL_H_
 #define TXOPS_CORE_PARALLEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -20,6 +21,14 @@ int64_t partition_by_cost(const std::vector<int64_t>& costs, int threads, std::v
 // Calls fn(begin, end) on `threads` threads over contiguous, balanced ranges of [0, n).
 // threads <= 1 (or n <= 1) runs inline on the caller with no pool overhead.
 void parallel_for(int threads, int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+
+// The number of threads in the calling parallel region's team (1 outside one). A kernel whose parts wait on each
+// other checks it: parallel_for may get fewer threads than it asked for, and then runs several parts on one.
+int parallel_team_size();
+
+// Waits until `counter` >= target (acquire), spinning with a pause and yielding after a while, so that a team larger
+// than the machine's cores still moves on.
+void wait_at_least(const std::atomic<int64_t>& counter, int64_t target);
 
 // [begin, end) of part `part` out of `parts` balanced parts of [0, n).
 inline void balanced_range(int64_t n, int parts, int part, int64_t* begin, int64_t* end) {

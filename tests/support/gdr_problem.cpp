@@ -271,14 +271,14 @@ void expect_chunk_mode_bit_identical_to_items_mode(PrefillProblem& problem) {
     out_items = problem.out.bytes;
     state_items = problem.final_state.bytes;
   }
-  for (const char* mode : {"chunks", "columns"}) {
+  for (const char* mode : {"chunks", "columns", "pipeline"}) {
     ScopedEnv split("TXOPS_GDR_SPLIT", mode);
     for (int n : {1, 2, 3, 4}) {
       ScopedThreads threads(n);
       std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
       std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
       ASSERT_TRUE(problem.run().ok());
-      EXPECT_TRUE(ran_on_threads(n));  // chunk and column mode take every thread they are given
+      EXPECT_TRUE(ran_on_threads(n));  // chunk, column and pipeline mode take every thread they are given
       EXPECT_TRUE(problem.out.bytes == out_items) << "out differs, " << mode << " mode on " << n << " threads";
       EXPECT_TRUE(problem.final_state.bytes == state_items)
           << "finalState differs, " << mode << " mode on " << n << " threads";

@@ -144,8 +144,8 @@ class PrefillKernelScope : public ScopedEnv {
 void expect_bit_identical_across_threads(PrefillProblem& problem);
 // Runs the problem with TXOPS_VERBOSE on and returns what it logged (the plan's kernel, mode, AMX tag).
 std::string verbose_log(PrefillProblem& problem);
-// Chunk and column mode (TXOPS_GDR_SPLIT=chunks|columns) on 1-4 threads give items mode's bits on one thread, and
-// take every thread.
+// Chunk, column and pipeline mode (TXOPS_GDR_SPLIT=chunks|columns|pipeline) on 1-4 threads give items mode's bits
+// on one thread, and take every thread.
 void expect_chunk_mode_bit_identical_to_items_mode(PrefillProblem& problem);
 
 }  // namespace gdrtest

@@ -29,7 +29,7 @@ struct GdrRowLayout {
 };
 
 // How the chunked prefill kernel runs in parallel (GdrPlan::split).
-enum class GdrSplit { kItems, kChunks, kColumns };
+enum class GdrSplit { kItems, kChunks, kColumns, kPipeline };
 
 struct GdrPlan {
   GdrProblem problem;
@@ -51,12 +51,15 @@ struct GdrPlan {
   std::vector<int64_t> part_start; // threads + 1 entries: part k runs items [part_start[k], part_start[k + 1])
   int64_t scratch_floats = 0;      // per thread
   // Chunked prefill: items mode (parallel over (sequence, head)), chunk mode (waves of chunks: phase one parallel
-  // over chunks, the state pass over (item, Dv column block)) or column mode (each (item, column block) on one
-  // thread, phase one recomputed per block):
+  // over chunks, the state pass over (item, Dv column block)), column mode (each (item, column block) on one
+  // thread, phase one recomputed per block) or pipeline mode (each (item, column block) on one thread, the item's
+  // blocks taking turns at phase one and handing the records over):
   GdrSplit split = GdrSplit::kItems;
   int64_t wave_chunks = 0;         // chunk mode: chunks of every item per wave (phase one of a wave runs in parallel)
-  int64_t column_blocks = 1;       // chunk and column mode: Dv column blocks per item in the state pass
-  int64_t shared_floats = 0;       // chunk mode: the staged state of every (item, column block), one wave's records
+  int64_t column_blocks = 1;       // chunk, column and pipeline mode: Dv column blocks per item in the state pass
+  int64_t pipeline_slots = 0;      // pipeline mode: records per item in the ring its column blocks share
+  int64_t shared_floats = 0;       // chunk mode: the staged state of every (item, column block), one wave's records;
+                                   // pipeline mode: every item's ring of records
   int64_t snapshot_bytes = 0;      // decode with slot conflicts: start states copied before any write
 };
 

@@ -29,6 +29,7 @@
 #include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -353,6 +354,77 @@ void RunColumnBlocks(const GdrPlan& plan, const ChunkContext& cx, char* thread_s
   });
 }
 
+// ---- pipeline mode: the column blocks of an item share its phase one ----
+
+// A counter on a cache line of its own (the threads of an item poll them).
+struct alignas(64) PipelineCounter {
+  std::atomic<int64_t> value{0};
+};
+
+// Each (item, column block) runs on a thread of its own, its chunks in order as in column mode, but the item's
+// blocks share phase one: block k makes the records of chunks k, k + blocks, ... into a ring of plan.pipeline_slots
+// records per item, at most `blocks` chunks ahead of its own state pass, and every block's state pass reads them.
+// Per item: ready[slot] holds the chunk whose record the slot holds (published with release), finished[k] the
+// chunks block k's state pass is done with; a slot is refilled once every block has finished its previous chunk.
+// No block waits on a chunk it has not made itself or that its maker has not reached, so the team cannot lock; it
+// needs every unit on a thread of its own, and where OpenMP gives a smaller team the units run in column mode
+// instead (phase one per block). Same functions on the same data: the bits of items mode.
+template <class TA, class TS>
+void RunPipeline(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch, int64_t scratch_bytes,
+                 float* shared) {
+  const GdrProblem& p = *cx.p;
+  const int64_t nv = p.num_value_heads, blocks = plan.column_blocks, slots = plan.pipeline_slots;
+  const int64_t items = p.batch * nv, units = items * blocks;
+  GdrChunkRecord probe;
+  const int64_t record_floats = gdr_carve_record(nullptr, cx.dkp, cx.dvp, &probe);
+  std::vector<PipelineCounter> ready(static_cast<size_t>(items * slots)), finished(static_cast<size_t>(units));
+  for (PipelineCounter& r : ready) r.value.store(-1, std::memory_order_relaxed);
+  parallel_parts(plan.threads, units, [&](int64_t part, int64_t begin, int64_t end) {
+    float* scratch = reinterpret_cast<float*>(thread_scratch + part * scratch_bytes);
+    const bool concurrent = parallel_team_size() >= plan.threads && end - begin == 1;
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t c0, c1;
+      const int64_t item = u / blocks, block = u % blocks, b = item / nv, h = item % nv;
+      BlockColumns(cx, blocks, block, &c0, &c1);
+      if (!concurrent) {
+        SequenceHeads<TA, TS>(cx, b, h, h + 1, scratch, c0, c1);
+        continue;
+      }
+      GdrPackScratch s;
+      GdrChunkRecord own;  // column mode's record: not used here
+      GdrPassScratch w;
+      float* cursor = scratch + gdr_carve_pack(scratch, cx.dkp, &s);
+      cursor += gdr_carve_record(cursor, cx.dkp, cx.dvp, &own);
+      float* st = cursor + gdr_carve_pass(cursor, cx.dkp, cx.dvp, &w);
+      StageColumns<TS>(p, cx.ld, b, h, c0, c1, st);
+      PipelineCounter* rd = ready.data() + item * slots;
+      PipelineCounter* fin = finished.data() + item * blocks;
+      auto record = [&](int64_t chunk) {
+        GdrChunkRecord r;
+        gdr_carve_record(shared + (item * slots + chunk % slots) * record_floats, cx.dkp, cx.dvp, &r);
+        return r;
+      };
+      const int64_t chunks = ChunkCount(p, b), t_begin = p.seq_start[b], t_end = p.seq_start[b + 1];
+      int64_t next = block;  // the next chunk whose record this block makes
+      for (int64_t c = 0; c < chunks; ++c) {
+        for (; next < chunks && next <= c + blocks; next += blocks) {
+          for (int64_t k = 0; k < blocks; ++k) wait_at_least(fin[k].value, next - slots + 1);
+          const int64_t t0 = t_begin + next * C;
+          PrepareChunk<TA>(cx, h, t0, std::min(C, t_end - t0), s, record(next));
+          rd[next % slots].value.store(next, std::memory_order_release);
+        }
+        wait_at_least(rd[c % slots].value, c);
+        const int64_t t0 = t_begin + c * C, n = std::min(C, t_end - t0);
+        StatePass<TA>(cx, h, t0, n, record(c), w, st, c0, c1);
+        StoreSnapshot(p, cx.ld, b, t0 + n - t_begin, h, c0, c1, st);
+        fin[block].value.store(c + 1, std::memory_order_release);
+      }
+      StoreColumns<TS>(p, cx.ld, b, h, c0, c1, st);
+      hwy::FlushStream();  // the streamed snapshots and V', before the barrier
+    }
+  });
+}
+
 template <class TA, class TS>
 void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, float* shared) {
   ChunkContext cx;
@@ -365,6 +437,7 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   cx.fp32_keys = !cx.amx;  // the AMX forward reads only the bf16 [K; Q] and Kᵀ (PackKeysBf16)
   if (plan.split == GdrSplit::kChunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   if (plan.split == GdrSplit::kColumns) return RunColumnBlocks<TA, TS>(plan, cx, thread_scratch, scratch_bytes);
+  if (plan.split == GdrSplit::kPipeline) return RunPipeline<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   parallel_parts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
     RunItems<TA, TS>(cx, plan.part_start[part], plan.part_start[part + 1],
                      reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));

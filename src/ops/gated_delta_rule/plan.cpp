@@ -67,6 +67,8 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
                       plan->wave_chunks, plan->column_blocks);
       else if (plan->chunked && plan->split == GdrSplit::kColumns)
         std::snprintf(mode, sizeof(mode), " mode=columns(%" PRId64 " column blocks)", plan->column_blocks);
+      else if (plan->chunked && plan->split == GdrSplit::kPipeline)
+        std::snprintf(mode, sizeof(mode), " mode=pipeline(%" PRId64 " column blocks)", plan->column_blocks);
       else if (plan->chunked)
         std::snprintf(mode, sizeof(mode), " mode=items");
       if (plan->amx) std::strncat(mode, " x=amx", sizeof(mode) - std::strlen(mode) - 1);
@@ -113,11 +115,13 @@ std::vector<int64_t> item_costs(const GdrPlan& plan) {
   return costs;
 }
 
-// Chunk mode (parallel over chunks) and column mode (parallel over Dv column blocks) for the chunked kernel:
-// TXOPS_GDR_SPLIT=chunks|columns|items forces one; otherwise the items are split further when items mode would
-// leave the threads more than 20 % out of balance (few or unequal items), the staged states fit in 64 MiB and
-// there are at least two chunks: column mode on the AMX path when every (item, column block) gets a thread of its
-// own, an item has at most two blocks and the sequences have equal chunk counts, else chunk mode.
+// Chunk mode (parallel over chunks), column and pipeline mode (parallel over Dv column blocks) for the chunked
+// kernel: TXOPS_GDR_SPLIT=chunks|columns|pipeline|items forces one (pipeline where every (item, column block) gets a
+// thread of its own, else chunks); otherwise the items are split further when items mode would leave the threads
+// more than 20 % out of balance (few or unequal items), the staged states fit in 64 MiB and there are at least two
+// chunks: where every (item, column block) gets a thread of its own, the threads get as much work and at least 90 %
+// of them one, column mode on the AMX path when an item has at most two blocks, else pipeline mode; otherwise chunk
+// mode.
 void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_cost) {
   const GdrProblem& p = plan->problem;
   const int max_threads = num_threads();
@@ -145,16 +149,24 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
     plan->split = GdrSplit::kChunks;
   } else if (env != nullptr && std::strcmp(env, "columns") == 0) {
     plan->split = GdrSplit::kColumns;
+  } else if (env != nullptr && std::strcmp(env, "pipeline") == 0) {
+    plan->split = items * blocks <= threads ? GdrSplit::kPipeline : GdrSplit::kChunks;
   } else if (env == nullptr || std::strcmp(env, "items") != 0) {
     const bool split = max_threads > 1 && chunks >= 2 && items * blocks * state_floats * 4 <= (int64_t{64} << 20) &&
                        items_mode_largest * max_threads > total_cost * 6 / 5;
     // Column mode repeats phase one per block: it pays where phase one is cheap beside the state pass (the AMX
     // path: one head on two threads 3.6 against 3.85 ms in chunk mode), not on the fp32 paths (6.97 against 6.54
     // ms without AMX, 8.51 against 8.32 on AVX2; README.md "Speed, session 24"). Measured with two blocks only:
-    // with more, phase one's repeats grow and chunk mode keeps them spread.
-    if (split)
-      plan->split = plan->amx && blocks <= 2 && items * blocks <= threads && fewest == most ? GdrSplit::kColumns
-                                                                                             : GdrSplit::kChunks;
+    // with more, phase one's repeats grow and chunk mode keeps them spread. Where every (item, block) has a thread
+    // of its own, the fp32 paths take pipeline mode: no barriers, phase one made once (README.md "Speed, session
+    // 28": one head on two threads, AVX2 8.43-8.62 against 8.89-9.34 ms in chunk mode; without AMX 6.74-6.81
+    // against 7.48-7.85), where the AMX path's column mode still wins (3.20-3.50 against 3.66-4.20 ms).
+    // Every (item, block) on a thread of its own, as much work for each, and no thread left idle.
+    const bool own_threads = items * blocks <= threads && best_eff >= 0.9 && fewest == most;
+    if (split && plan->amx && blocks <= 2 && own_threads)
+      plan->split = GdrSplit::kColumns;
+    else if (split)
+      plan->split = own_threads ? GdrSplit::kPipeline : GdrSplit::kChunks;
   }
   if (plan->split == GdrSplit::kItems) return;
   plan->threads = max_threads;
@@ -167,8 +179,15 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
   // threads' columns in neighbouring cache lines, which the prefetchers then moved back and forth (one head on two
   // threads: 4.55 -> 3.80 ms, README.md "Speed, session 24").
   plan->scratch_floats = gdr_carve_pack(nullptr, dkp, &s) + gdr_carve_pass(nullptr, dkp, dvp, &w);
-  if (plan->split == GdrSplit::kColumns) {  // items mode's scratch for one head: a record and one staged state
+  if (plan->split == GdrSplit::kColumns || plan->split == GdrSplit::kPipeline) {
+    // items mode's scratch for one head: a record (column mode's, and pipeline mode's when OpenMP gives a smaller
+    // team) and one staged state
     plan->scratch_floats += record_floats + state_floats;
+    if (plan->split == GdrSplit::kColumns) return;
+    // Pipeline mode: blocks take turns at phase one, each at most `blocks` chunks ahead of its own state pass; a
+    // ring of 2 * blocks + 2 records per item keeps the makers from waiting on the readers of the slots they refill.
+    plan->pipeline_slots = 2 * blocks + 2;
+    plan->shared_floats = items * plan->pipeline_slots * record_floats;
     return;
   }
   plan->shared_floats = items * blocks * state_floats;
