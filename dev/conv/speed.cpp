@@ -3,7 +3,8 @@
 // can be timed in cache (small T) and from memory (large T) and its bits compared. x and y are 2 MiB-aligned (4 KiB
 // pages), as the bench's buffers are aligned: y is then written with streaming stores once it reaches 4 MiB.
 // With a 4th argument `cf`, x and y are stored channel-first ((dim, T), transformers' layout, passed as the
-// transposed view: the token-contiguous path).
+// transposed view: the token-contiguous path). DEV_HUGE_PAGES=1 asks for 2 MiB pages for x and y (madvise), which
+// dev/conv/copy_pages.cpp compares with 4 KiB pages on a plain copy.
 // Usage: g++ -O2 -std=c++17 -march=native -fopenmp -Iinclude -Isrc dev/conv/speed.cpp build/libtxops_internal.a -lhwy
 //        -o build/dev_conv_speed && build/dev_conv_speed [T] [dim] [reps] [cf]
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "core/dtype.h"
 #include "txops/txops.h"
@@ -26,6 +29,7 @@ int main(int argc, char** argv) {
   auto aligned = [](int64_t count) {
     const size_t unit = size_t{2} << 20, bytes = (static_cast<size_t>(count) * 2 + unit - 1) / unit * unit;
     uint16_t* p = static_cast<uint16_t*>(std::aligned_alloc(unit, bytes));
+    if (std::getenv("DEV_HUGE_PAGES") != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // THP set to `madvise`
     std::memset(p, 0, bytes);
     return p;
   };
