@@ -6,7 +6,9 @@
 // (several waves, column blocks that split a vector group, ragged batches with empty sequences, fewer items than
 // threads); the planner's own choice is checked through TXOPS_VERBOSE.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,34 @@ TEST_P(GdrChunkParallelOnIsa, AutoModeBitIdenticalForOneToFourThreads) {
     SCOPED_TRACE(config.describe() + " isa=" + txops::isa_name(isa()));
     expect_bit_identical_across_threads(problem);
   }
+}
+
+// Pipeline mode's blocks wait on each other, so they need a thread each: where OpenMP gives a smaller team than the
+// plan asked for (here: parallel regions made inactive, a team of one), the units run in column mode instead, with
+// the same bits, and the call returns.
+TEST(GdrChunkParallel, PipelineModeOnAShortTeamRunsColumnMode) {
+  PrefillKernelScope kernel("chunked");
+  PrefillConfig c;
+  c.lengths = {9 * kChunk + 3};
+  c.dk = 32, c.dv = 64;
+  PrefillProblem problem(c);
+  std::vector<uint8_t> out_one, state_one;
+  {
+    ScopedEnv split("TXOPS_GDR_SPLIT", "items");
+    ScopedThreads one(1);
+    ASSERT_TRUE(problem.run().ok());
+    out_one = problem.out.bytes, state_one = problem.final_state.bytes;
+  }
+  ScopedEnv split("TXOPS_GDR_SPLIT", "pipeline");
+  ScopedThreads two(2);
+  const int levels = omp_get_max_active_levels();
+  omp_set_max_active_levels(0);
+  std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+  const std::string log = verbose_log(problem);
+  omp_set_max_active_levels(levels);
+  EXPECT_NE(log.find("mode=pipeline(2 column blocks)"), std::string::npos) << log;
+  EXPECT_TRUE(problem.out.bytes == out_one) << "out differs from items mode";
+  EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs from items mode";
 }
 
 // Few items spread over the threads: one sequence of one head by column blocks (pipeline mode; column mode on

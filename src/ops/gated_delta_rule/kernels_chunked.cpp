@@ -381,7 +381,8 @@ void RunPipeline(const GdrPlan& plan, const ChunkContext& cx, char* thread_scrat
   for (PipelineCounter& r : ready) r.value.store(-1, std::memory_order_relaxed);
   parallel_parts(plan.threads, units, [&](int64_t part, int64_t begin, int64_t end) {
     float* scratch = reinterpret_cast<float*>(thread_scratch + part * scratch_bytes);
-    const bool concurrent = parallel_team_size() >= plan.threads && end - begin == 1;
+    // The same answer on every thread of the team (a unit per part where the team is whole).
+    const bool concurrent = parallel_team_size() >= plan.threads && units <= plan.threads;
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
       const int64_t item = u / blocks, block = u % blocks, b = item / nv, h = item % nv;
