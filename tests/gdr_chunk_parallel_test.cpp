@@ -51,7 +51,7 @@ std::vector<PrefillConfig> chunk_mode_configs() {
 }
 
 // Pipeline mode takes the configs whose (item, column block) units fit the three threads (the first: one item in
-// three blocks) and falls back to chunk mode for the others.
+// three blocks; the third: three items of one block each) and falls back to chunk mode for the others.
 TEST_P(GdrChunkParallelOnIsa, ChunkAndPipelineModeMatchTheOracle) {
   for (const char* mode : {"chunks", "pipeline"}) {
     ScopedEnv split("TXOPS_GDR_SPLIT", mode);

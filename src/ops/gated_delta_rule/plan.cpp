@@ -160,8 +160,8 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
     // with more, phase one's repeats grow and chunk mode keeps them spread. Where every (item, block) has a thread
     // of its own, the fp32 paths take pipeline mode: no barriers, phase one made once (README.md "Speed, session
     // 28": one head on two threads, AVX2 8.43-8.62 against 8.89-9.34 ms in chunk mode; without AMX 6.74-6.81
-    // against 7.48-7.85), where the AMX path's column mode still wins (3.20-3.50 against 3.66-4.20 ms).
-    // Every (item, block) on a thread of its own, as much work for each, and no thread left idle.
+    // against 7.48-7.85), where the AMX path's column mode still wins (3.20-3.50 against 3.66-4.20 ms). Both need
+    // every (item, block) on a thread of its own, as much work for each, and at most a tenth of the threads idle.
     const bool own_threads = items * blocks <= threads && best_eff >= 0.9 && fewest == most;
     if (split && plan->amx && blocks <= 2 && own_threads)
       plan->split = GdrSplit::kColumns;
