@@ -1,9 +1,11 @@
-// prefetch.h — a software prefetch into L2 (prefetcht1 on x86), for data fetched many lines ahead of its use or for
-// the next work unit. Highway's Prefetch (prefetcht0) fills L1; ahead of a stream, or for a whole next state, those
+// prefetch.h — software prefetches: one line into L2 (prefetcht1 on x86), for data fetched many lines ahead of its use
+// or for the next work unit, and every line of a byte range into L1 (prefetcht0). Highway's Prefetch (prefetcht0) fills L1; ahead of a stream, or for a whole next state, those
 // lines compete with the working set of the step in progress (measured on Zen 4, session 17: the key-major decode
 // and the fused RoPE grads, src/ops/gated_delta_rule/README.md and src/ops/rope/README.md). A hint: it never faults.
 #ifndef TXOPS_CORE_PREFETCH_H_
 #define TXOPS_CORE_PREFETCH_H_
+
+#include <cstdint>
 
 namespace txops {
 
@@ -13,8 +15,16 @@ namespace txops {
 __attribute__((always_inline)) inline void PrefetchL2(const void* address) {
   __builtin_prefetch(address, /*rw=*/0, /*locality=*/2);
 }
+// Every 64-byte line from address to address + bytes (stepping from address itself), into L1: the rows of the
+// next work unit (the next head's q, k, v rows and staged state, the next checkpoint's rows, the conv's next token
+// segment, the next RoPE rows).
+__attribute__((always_inline)) inline void PrefetchBytes(const void* address, int64_t bytes) {
+  const char* p = static_cast<const char*>(address);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, /*rw=*/0, /*locality=*/3);
+}
 #else
 inline void PrefetchL2(const void*) {}
+inline void PrefetchBytes(const void*, int64_t) {}
 #endif
 
 }  // namespace txops

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "ops/causal_conv1d/kernels_shared-inl.h"
 #include "ops/causal_conv1d/problem.h"
@@ -52,8 +53,7 @@ void ForwardTokens(const ConvProblem& p, const ConvItem& it, const T* xb, T* yb,
 // Prefetches the lines of `count` contiguous elements from p.
 template <class T>
 HWY_INLINE void PrefetchTokens(const T* p, int64_t count) {
-  const char* bytes = reinterpret_cast<const char*>(p);
-  for (int64_t b = 0; b < count * static_cast<int64_t>(sizeof(T)); b += 64) hwy::Prefetch(bytes + b);
+  PrefetchBytes(p, count * static_cast<int64_t>(sizeof(T)));
 }
 
 // Per channel, a segment of up to kConvSegment tokens is staged after the K-1 values before it (the carry), and

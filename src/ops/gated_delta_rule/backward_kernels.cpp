@@ -27,6 +27,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/backward.h"
@@ -404,7 +405,7 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       if (!given || c < 1 || P.checkpoints.strides[2] != 1) return;
       const char* base = reinterpret_cast<const char*>(snapshot(c, h));
       for (int64_t k = 0; k < dk; ++k)
-        for (int64_t off = 0; off < dv * 4; off += 64) hwy::Prefetch(base + k * P.checkpoints.strides[3] * 4 + off);
+        PrefetchBytes(base + k * P.checkpoints.strides[3] * 4, dv * 4);
     };
     // The inputs of the next (value head, chunk) step, fetched while this one computes.
     auto prefetch_next = [&](int64_t c, int64_t gi, int64_t c_next, bool reverse) {

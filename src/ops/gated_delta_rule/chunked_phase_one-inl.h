@@ -22,6 +22,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/chunked_amx-inl.h"
@@ -84,7 +85,7 @@ void PrefetchRows(const TensorView& v, int64_t t0, int64_t n, int64_t head, int6
   const int64_t bytes = width * static_cast<int64_t>(sizeof(TA));
   for (int64_t i = 0; i < n; ++i) {
     const char* row = reinterpret_cast<const char*>(Element<TA>(v, t0 + i, head));
-    for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(row + off);
+    PrefetchBytes(row, bytes);
   }
 }
 

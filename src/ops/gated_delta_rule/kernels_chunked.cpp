@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/chunked_gemm-inl.h"
@@ -213,7 +214,7 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
       if (h + 1 < h_end) {
         PrefetchChunk<TA>(p, h + 1, t0, n);
         const char* next_state = reinterpret_cast<const char*>(staged + (h + 1 - h_begin) * state_floats);
-        for (int64_t off = 0; off < p.key_dim * cx.ld * 4; off += 64) hwy::Prefetch(next_state + off);
+        PrefetchBytes(next_state, p.key_dim * cx.ld * 4);
       } else if (t0 + C < t_end) {  // the next chunk's rows of the first head
         PrefetchChunk<TA>(p, h_begin, t0 + C, std::min(C, t_end - t0 - C));
       }

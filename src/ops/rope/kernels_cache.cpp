@@ -219,7 +219,7 @@ void CacheTokensT(const CacheJob& job, int64_t begin, int64_t end) {
       const char* next = reinterpret_cast<const char*>(t + 1 < end ? in + side.in_token_stride : nullptr);
       for (int64_t head = 0; head < side.heads; ++head, in += job.head_size, out += job.head_size) {
         if (next != nullptr) {
-          for (int64_t b = 0; b < rotated_bytes; b += 64) hwy::Prefetch(next + b);
+          PrefetchBytes(next, rotated_bytes);
           next += job.head_size * static_cast<int64_t>(sizeof(TX));
         }
         if constexpr (kPairs) {

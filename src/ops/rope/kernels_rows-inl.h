@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "core/isa_dispatch.h"
+#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "ops/rope/args.h"
 
@@ -192,7 +193,7 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
       for (int64_t r = 0; r < e2; ++r, in += din, out += dout, c += dcos, s += dsin) {
         const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
         for (int64_t g = 0; g < kHeadGroup; ++g)
-          for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + g * group_bytes + b);
+          PrefetchBytes(ahead + g * group_bytes, row_bytes);
         for (int64_t g = 0; g < kHeadGroup; ++g) row(in + g * din1, out + g * dout1, c, s);
       }
       begin += kHeadGroup * e2;
@@ -211,7 +212,7 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
         // Software prefetch of the row kPrefetchRows ahead (a hint: it never faults, even past the view's end):
         // partial-row slices leave gaps the hardware stream prefetcher does not follow.
         const char* ahead = reinterpret_cast<const char*>(in + kPrefetchRows * din);
-        for (int64_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+        PrefetchBytes(ahead, row_bytes);
         if constexpr (kWidenCosSin) {
           if (shared) {
             row(in, out, static_cast<const float*>(widened[0]), static_cast<const float*>(widened[1]));
