@@ -1,9 +1,11 @@
 // gdr_decode_test.cpp — recurrent_gated_delta_rule (decode on a state pool) against the fp64 oracle: ssmStateIndices
 // mapping, numAcceptedTokens (speculative decoding), gk per-key decay, untouched slots keep their bytes, several
 // tokens per sequence, dtypes, each test once per ISA (those this CPU lacks are SKIPPED, named); prefill of L tokens
-// then decode of one equals prefill of L + 1; bit-identical results for 1..4 threads. Prints the error table.
+// then decode of one equals prefill of L + 1; bit-identical results for 1..4 threads; a NaN input stays NaN in a
+// bf16 pool. Prints the error table.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
@@ -296,6 +298,36 @@ TEST_P(GdrDecodeOnIsa, BitIdenticalForAnyThreadCount) {
     }
     EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
     EXPECT_TRUE(problem.pool.bytes == pool_one) << "stateRef differs with " << threads << " threads";
+  }
+}
+
+// A NaN among one token's fp32 inputs whose payload reaches into its low 16 bits (0x7FFFFFFF: rounded as a number it
+// would carry into the sign and become -0) reaches a bf16 pool as NaN: both heads of that token's slot are NaN
+// throughout, the other sequence's slot stays finite. Dk = 32 takes the register kernels, Dk = 128 on AVX2 the wide
+// pair rows, whose rounding leaves out its NaN test only for tokens without NaN inputs (kernels_one_token-inl.h,
+// UpdateInputsHaveNoNaN).
+TEST_P(GdrDecodeOnIsa, NaNInputWithLowPayloadStaysNaNInABf16Pool) {
+  for (int64_t dk : {32, 128}) {
+    DecodeConfig c;
+    c.lengths = {1, 1};
+    c.state_indices = {0, 1};
+    c.num_slots = 2;
+    c.nk = 1, c.nv = 2, c.dk = dk, c.dv = 16;
+    c.act = DType::kF32;
+    c.state = DType::kBF16;
+    DecodeProblem problem(c);
+    const uint32_t nan_bits = 0x7FFFFFFFu;
+    std::memcpy(problem.k.bytes.data() + 5 * sizeof(float), &nan_bits, sizeof(nan_bits));  // token 0, key 5
+    SCOPED_TRACE("dk=" + std::to_string(dk) + " isa=" + txops::isa_name(isa()));
+    ASSERT_TRUE(problem.run().ok());
+    const int64_t per_slot = problem.pool.numel() / c.num_slots;
+    int64_t nan_in_slot0 = 0, finite_in_slot1 = 0;
+    for (int64_t i = 0; i < per_slot; ++i) {
+      nan_in_slot0 += std::isnan(problem.pool.get(i)) ? 1 : 0;
+      finite_in_slot1 += std::isfinite(problem.pool.get(per_slot + i)) ? 1 : 0;
+    }
+    EXPECT_EQ(nan_in_slot0, per_slot) << "the NaN token's slot holds numbers";
+    EXPECT_EQ(finite_in_slot1, per_slot) << "the other sequence's slot is not finite";
   }
 }
 

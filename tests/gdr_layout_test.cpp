@@ -1,8 +1,8 @@
 // gdr_layout_test.cpp — both gated-delta-rule ops on non-contiguous views (txops accepts any strides): padded rows
 // with a leading offset for every tensor, outputs included (nothing outside the view may change), strided index
 // tensors, stride-0 broadcast inputs (one initial state for every sequence, one g for every head), and the decode
-// pool in key-major memory order (transformers' / fla's [N, HV, K, V] state as its transposed view); once per ISA
-// (those this CPU lacks are SKIPPED, named).
+// pool in key-major memory order (transformers' / fla's [N, HV, K, V] state as its transposed view), where a NaN
+// input stays NaN; once per ISA (those this CPU lacks are SKIPPED, named).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -204,6 +204,39 @@ TEST_P(GdrLayoutOnIsa, DecodeKeyMajorPool) {
       }
     }
   }
+}
+
+// A NaN among one token's fp32 inputs whose payload reaches into its low 16 bits stays NaN in a key-major bf16 pool
+// (the column-sum kernels leave out the rounding's NaN test only for tokens without NaN inputs): that token's slot
+// is NaN throughout, the other sequence's finite.
+TEST_P(GdrLayoutOnIsa, DecodeKeyMajorPoolKeepsANaNInput) {
+  DecodeConfig c;
+  c.lengths = {1, 1}, c.state_indices = {0, 1}, c.num_slots = 2;
+  c.nk = 1, c.nv = 2, c.dk = 128, c.dv = 32;
+  c.act = DType::kF32, c.state = DType::kBF16;
+  DecodeProblem p(c);
+  const uint32_t nan_bits = 0x7FFFFFFFu;
+  std::memcpy(p.k.bytes.data() + 5 * sizeof(float), &nan_bits, sizeof(nan_bits));  // token 0, key 5
+  KeyMajorState key_major_pool(p.pool_before);
+  SCOPED_TRACE(c.describe() + " isa=" + txops::isa_name(isa()));
+  forget_plan();
+  const TensorView g = p.g.view();
+  const txops::Status st = txops::recurrent_gated_delta_rule(p.q.view(), p.k.view(), p.v.view(), p.beta.view(),
+                                                             key_major_pool.view, p.lengths.view(), p.indices.view(),
+                                                             &g, nullptr, nullptr, p.scale(), p.out.view());
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::vector<uint8_t>& bytes = key_major_pool.bytes;
+  const size_t per_slot = bytes.size() / 2 / 2;  // bf16 elements per slot
+  size_t nan_in_slot0 = 0, finite_in_slot1 = 0;
+  for (size_t i = 0; i < per_slot; ++i) {
+    uint16_t a, b;
+    std::memcpy(&a, &bytes[2 * i], 2);
+    std::memcpy(&b, &bytes[2 * (per_slot + i)], 2);
+    nan_in_slot0 += (a & 0x7F80) == 0x7F80 && (a & 0x7F) != 0 ? 1 : 0;
+    finite_in_slot1 += (b & 0x7F80) != 0x7F80 ? 1 : 0;
+  }
+  EXPECT_EQ(nan_in_slot0, per_slot) << "the NaN token's slot holds numbers";
+  EXPECT_EQ(finite_in_slot1, per_slot) << "the other sequence's slot is not finite";
 }
 
 }  // namespace

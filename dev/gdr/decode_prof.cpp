@@ -1,5 +1,6 @@
 // dev/gdr/decode_prof.cpp — throwaway: recurrent_gated_delta_rule decode (B sequences x 1 token, Nk=16, Nv=32,
-// Dk=Dv=128, bf16, pool 256) called repeatedly in place; min ms and state GB/s (one read + one write per state).
+// Dk=Dv=128, bf16, pool 256) called repeatedly in place; min ms and state GB/s (one read + one write per state),
+// and an FNV-1a hash of the pool and outputs after the last call (pseudo-random inputs), to compare builds' bits.
 // Usage: build/dev_decode_prof [reps] [state bf16|fp32] [B] [pool]   (TXOPS_NUM_THREADS as usual)
 #include <chrono>
 #include <cstdint>
@@ -24,6 +25,15 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> state(pool * Nv * D * D * ss, 0);
   std::vector<int32_t> lens(B, 1), slots(B);
   for (int64_t t = 0; t < B; ++t) slots[t] = int32_t((t * 97 + 5) % pool);
+  // Pseudo-random values in (-1, 1) for q, k, v and the pool, so the hash below covers every code path's bits.
+  uint32_t seed = 12345;
+  auto next = [&seed] { seed = seed * 1664525u + 1013904223u; return (static_cast<float>(seed >> 8) / 8388608.0f) - 1.0f; };
+  auto bf16 = [](float f) { uint32_t u; std::memcpy(&u, &f, 4); return static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16); };
+  for (auto* vec : {&q, &k, &v}) for (auto& e : *vec) e = bf16(next() * 0.1f);
+  for (size_t i = 0; i < state.size() / ss; ++i) {
+    const float x = next() * 0.5f;
+    if (fp32) std::memcpy(&state[i * 4], &x, 4); else { const uint16_t b = bf16(x); std::memcpy(&state[i * 2], &b, 2); }
+  }
   TensorView Q(q.data(), DType::kBF16, {B, Nk, D}), K(k.data(), DType::kBF16, {B, Nk, D}),
       V(v.data(), DType::kBF16, {B, Nv, D}), Bt(beta.data(), DType::kBF16, {B, Nv}),
       S(state.data(), sd, {pool, Nv, D, D}), L(lens.data(), DType::kI32, {B}), I(slots.data(), DType::kI32, {B}),
@@ -37,5 +47,9 @@ int main(int argc, char** argv) {
     best = ms < best ? ms : best;
   }
   const double bytes = 2.0 * B * Nv * D * D * ss;
-  printf("decode %s: %.3f ms, %.1f GB/s state traffic\n", fp32 ? "fp32" : "bf16", best, bytes / (best * 1e6));
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a of the pool and the outputs after the last call
+  for (uint8_t byte : state) hash = (hash ^ byte) * 1099511628211ull;
+  for (uint16_t e : out) hash = (hash ^ e) * 1099511628211ull;
+  printf("decode %s: %.3f ms, %.1f GB/s state traffic, hash %016llx\n", fp32 ? "fp32" : "bf16", best,
+         bytes / (best * 1e6), static_cast<unsigned long long>(hash));
 }

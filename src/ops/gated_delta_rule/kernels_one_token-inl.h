@@ -360,7 +360,23 @@ HWY_INLINE void PairDots(const TokenPack& tp, const SplitToken& st, int64_t bloc
   }
 }
 
-template <bool kVectorDecay, int kRows>
+// Whether the token's inputs to the state update (k, v, β and the decay) hold no NaN. Then every NaN of the update
+// comes from the bf16 pool (its low 16 bits zero, kept through the arithmetic, which quiets it) or is the default NaN
+// of an invalid operation, and the rounding may leave out its NaN test (core/simd_convert-inl.h,
+// RoundToBF16HighOfBF16Operands): the same bits, three vector operations fewer per vector. A NaN input (an fp32 or
+// fp16 one may carry payload bits the rounding increment would carry into the kept bits) keeps the test.
+template <bool kVectorDecay>
+HWY_INLINE bool UpdateInputsHaveNoNaN(const TokenPack& tp) {
+  auto none = [](const float* p, int64_t n) {
+    bool ok = true;
+    for (int64_t j = 0; j < n; ++j) ok &= p[j] == p[j];  // false only for a NaN
+    return ok;
+  };
+  return none(tp.key, tp.dkp) && none(tp.value, tp.dv) && none(tp.beta, 1) &&
+         (kVectorDecay ? none(tp.decay, tp.dkp) : none(tp.alpha, 1));
+}
+
+template <bool kVectorDecay, int kRows, bool kNaNFree>
 HWY_INLINE void PairUpdates(const SplitToken& st, int64_t blocks, float alpha, int64_t r0,
                             const hwy::bfloat16_t* s_in, int64_t in_stride, hwy::bfloat16_t* s_out,
                             int64_t out_stride, const float* c) {
@@ -376,15 +392,21 @@ HWY_INLINE void PairUpdates(const SplitToken& st, int64_t blocks, float alpha, i
     for (int i = 0; i < kRows; ++i) {
       VF e, o;
       LoadBF16Pairs(df, s_in + (r0 + i) * in_stride + 2 * b * N, &e, &o);
-      StoreBF16Pairs(df, hn::MulAdd(cv[i], ke, hn::Mul(e, de)), hn::MulAdd(cv[i], ko, hn::Mul(o, dO)),
-                     s_out + (r0 + i) * out_stride + 2 * b * N);
+      const VF ue = hn::MulAdd(cv[i], ke, hn::Mul(e, de)), uo = hn::MulAdd(cv[i], ko, hn::Mul(o, dO));
+      hwy::bfloat16_t* at = s_out + (r0 + i) * out_stride + 2 * b * N;
+      if (kNaNFree) {
+        hn::StoreU(MergeBF16PairsOfBF16Operands(df, ue, uo), hn::RebindToUnsigned<DF>(),
+                   reinterpret_cast<uint32_t*>(at));
+      } else {
+        StoreBF16Pairs(df, ue, uo, at);
+      }
     }
   }
 }
 
-template <bool kVectorDecay>
-HWY_NOINLINE void OneTokenWidePairs(const TokenPack& tp, int64_t vectors, const hwy::bfloat16_t* s_in,
-                                    int64_t in_stride, hwy::bfloat16_t* s_out, int64_t out_stride) {
+template <bool kVectorDecay, bool kNaNFree>
+HWY_INLINE void OneTokenWidePairsT(const TokenPack& tp, int64_t vectors, const hwy::bfloat16_t* s_in,
+                                   int64_t in_stride, hwy::bfloat16_t* s_out, int64_t out_stride) {
   constexpr int kRows = 4;
   const int64_t pair_blocks = vectors / 2, blocks = tp.dv / kRows;
   const int64_t row_bytes = vectors * static_cast<int64_t>(hn::Lanes(DF()) * sizeof(hwy::bfloat16_t));
@@ -396,14 +418,23 @@ HWY_NOINLINE void OneTokenWidePairs(const TokenPack& tp, int64_t vectors, const 
   for (int64_t b = 0; b < blocks; ++b) {
     for (int i = 0; i < kRows; ++i) PrefetchRow(s_in, ((b + 1) * kRows + kRowsAhead + i) * in_stride, row_bytes);
     if (b + 1 < blocks) PairDots<kRows>(tp, st, pair_blocks, alpha, (b + 1) * kRows, s_in, in_stride, c_next);
-    PairUpdates<kVectorDecay, kRows>(st, pair_blocks, alpha, b * kRows, s_in, in_stride, s_out, out_stride, c_cur);
+    PairUpdates<kVectorDecay, kRows, kNaNFree>(st, pair_blocks, alpha, b * kRows, s_in, in_stride, s_out, out_stride,
+                                               c_cur);
     for (int i = 0; i < kRows; ++i) c_cur[i] = c_next[i];
   }
   for (int64_t r = blocks * kRows; r < tp.dv; ++r) {
     float c;
     PairDots<1>(tp, st, pair_blocks, alpha, r, s_in, in_stride, &c);
-    PairUpdates<kVectorDecay, 1>(st, pair_blocks, alpha, r, s_in, in_stride, s_out, out_stride, &c);
+    PairUpdates<kVectorDecay, 1, kNaNFree>(st, pair_blocks, alpha, r, s_in, in_stride, s_out, out_stride, &c);
   }
+}
+
+template <bool kVectorDecay>
+HWY_NOINLINE void OneTokenWidePairs(const TokenPack& tp, int64_t vectors, const hwy::bfloat16_t* s_in,
+                                    int64_t in_stride, hwy::bfloat16_t* s_out, int64_t out_stride) {
+  if (UpdateInputsHaveNoNaN<kVectorDecay>(tp))
+    return OneTokenWidePairsT<kVectorDecay, true>(tp, vectors, s_in, in_stride, s_out, out_stride);
+  OneTokenWidePairsT<kVectorDecay, false>(tp, vectors, s_in, in_stride, s_out, out_stride);
 }
 #endif
 
@@ -495,6 +526,14 @@ struct PairCodec {  // bf16 pairs: even and odd elements of 2N
   static HWY_INLINE void Store(DF df, const VF* v, hwy::bfloat16_t* p) { StoreBF16Pairs(df, v[0], v[1], p); }
   static HWY_INLINE void LoadOrdered(DF df, const float* p, VF* v) { hn::LoadInterleaved2(df, p, v[0], v[1]); }
   static HWY_INLINE void StoreOrdered(DF df, const VF* v, float* p) { hn::StoreInterleaved2(v[0], v[1], df, p); }
+};
+// PairCodec whose stores leave out the rounding's NaN test: for tokens whose update inputs hold no NaN
+// (UpdateInputsHaveNoNaN above), the same bits.
+struct PairCodecNoNaNInputs : PairCodec {
+  static HWY_INLINE void Store(DF df, const VF* v, hwy::bfloat16_t* p) {
+    hn::StoreU(MergeBF16PairsOfBF16Operands(df, v[0], v[1]), hn::RebindToUnsigned<DF>(),
+               reinterpret_cast<uint32_t*>(p));
+  }
 };
 #endif
 #if HWY_TARGET == HWY_AVX3
@@ -624,6 +663,9 @@ HWY_INLINE void OneTokenKeyMajor(bool bf16_insn, const TokenPack& tp, int64_t dk
       if (bf16_insn)
         return KeyMajorColumns<kVectorDecay, TS, PairCodecInsn>(tp, dk, s_in, in_stride, s_out, out_stride, next_in);
 #endif
+      if (UpdateInputsHaveNoNaN<kVectorDecay>(tp))
+        return KeyMajorColumns<kVectorDecay, TS, PairCodecNoNaNInputs>(tp, dk, s_in, in_stride, s_out, out_stride,
+                                                                      next_in);
       return KeyMajorColumns<kVectorDecay, TS, PairCodec>(tp, dk, s_in, in_stride, s_out, out_stride, next_in);
     }
   }
