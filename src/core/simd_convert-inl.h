@@ -188,6 +188,14 @@ HWY_INLINE void StoreBF16Pairs(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, hwy::bf
   const hn::RebindToUnsigned<DF> du;
   hn::StoreU(MergeBF16Pairs(df, even, odd), du, reinterpret_cast<uint32_t*>(p));
 }
+
+// StoreBF16Pairs for values whose NaNs are those RoundToBF16HighOfBF16Operands allows: the same bits, no NaN test.
+template <class DF>
+HWY_INLINE void StoreBF16PairsOfBF16Operands(DF df, hn::Vec<DF> even, hn::Vec<DF> odd,
+                                             hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du;
+  hn::StoreU(MergeBF16PairsOfBF16Operands(df, even, odd), du, reinterpret_cast<uint32_t*>(p));
+}
 #endif
 
 // ---- bf16 rows in "block order" (AVX2, AVX-512) ----

@@ -394,12 +394,10 @@ HWY_INLINE void PairUpdates(const SplitToken& st, int64_t blocks, float alpha, i
       LoadBF16Pairs(df, s_in + (r0 + i) * in_stride + 2 * b * N, &e, &o);
       const VF ue = hn::MulAdd(cv[i], ke, hn::Mul(e, de)), uo = hn::MulAdd(cv[i], ko, hn::Mul(o, dO));
       hwy::bfloat16_t* at = s_out + (r0 + i) * out_stride + 2 * b * N;
-      if (kNaNFree) {
-        hn::StoreU(MergeBF16PairsOfBF16Operands(df, ue, uo), hn::RebindToUnsigned<DF>(),
-                   reinterpret_cast<uint32_t*>(at));
-      } else {
+      if (kNaNFree)
+        StoreBF16PairsOfBF16Operands(df, ue, uo, at);
+      else
         StoreBF16Pairs(df, ue, uo, at);
-      }
     }
   }
 }
@@ -531,8 +529,7 @@ struct PairCodec {  // bf16 pairs: even and odd elements of 2N
 // (UpdateInputsHaveNoNaN above), the same bits.
 struct PairCodecNoNaNInputs : PairCodec {
   static HWY_INLINE void Store(DF df, const VF* v, hwy::bfloat16_t* p) {
-    hn::StoreU(MergeBF16PairsOfBF16Operands(df, v[0], v[1]), hn::RebindToUnsigned<DF>(),
-               reinterpret_cast<uint32_t*>(p));
+    StoreBF16PairsOfBF16Operands(df, v[0], v[1], p);
   }
 };
 #endif
