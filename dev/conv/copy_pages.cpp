@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (dt < best) best = dt;
   }
-  std::printf("%s pages: non-temporal copy %.2f GB/s (read + write)\n", huge ? "2 MiB" : "4 KiB", 2.0 * bytes / best / 1e9);
+  std::printf("%s pages: non-temporal copy %.2f GB/s (read + write)\n", huge ? "2 MiB" : "4 KiB",
+              2.0 * bytes / best / 1e9);
   std::free(a);
   std::free(b);
   return 0;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "txops/txops.h"
 
 using namespace txops;
@@ -27,13 +28,13 @@ int main(int argc, char** argv) {
   for (int64_t t = 0; t < B; ++t) slots[t] = int32_t((t * 97 + 5) % pool);
   // Pseudo-random values in (-1, 1) for q, k, v and the pool, so the hash below covers every code path's bits.
   uint32_t seed = 12345;
-  auto next = [&seed] { seed = seed * 1664525u + 1013904223u; return (static_cast<float>(seed >> 8) / 8388608.0f) - 1.0f; };
-  auto bf16 = [](float f) { uint32_t u; std::memcpy(&u, &f, 4); return static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16); };
-  for (auto* vec : {&q, &k, &v}) for (auto& e : *vec) e = bf16(next() * 0.1f);
-  for (size_t i = 0; i < state.size() / ss; ++i) {
-    const float x = next() * 0.5f;
-    if (fp32) std::memcpy(&state[i * 4], &x, 4); else { const uint16_t b = bf16(x); std::memcpy(&state[i * 2], &b, 2); }
-  }
+  auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(seed >> 8) / 8388608.0f - 1.0f;
+  };
+  for (auto* vec : {&q, &k, &v})
+    for (auto& e : *vec) store_f32(&e, DType::kBF16, 0, next() * 0.1f);
+  for (size_t i = 0; i < state.size() / ss; ++i) store_f32(state.data(), sd, static_cast<int64_t>(i), next() * 0.5f);
   TensorView Q(q.data(), DType::kBF16, {B, Nk, D}), K(k.data(), DType::kBF16, {B, Nk, D}),
       V(v.data(), DType::kBF16, {B, Nv, D}), Bt(beta.data(), DType::kBF16, {B, Nv}),
       S(state.data(), sd, {pool, Nv, D, D}), L(lens.data(), DType::kI32, {B}), I(slots.data(), DType::kI32, {B}),

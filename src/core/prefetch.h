@@ -1,7 +1,8 @@
-// prefetch.h — software prefetches: one line into L2 (prefetcht1 on x86), for data fetched many lines ahead of its use
-// or for the next work unit, and every line of a byte range into L1 (prefetcht0). Highway's Prefetch (prefetcht0) fills L1; ahead of a stream, or for a whole next state, those
-// lines compete with the working set of the step in progress (measured on Zen 4, session 17: the key-major decode
-// and the fused RoPE grads, src/ops/gated_delta_rule/README.md and src/ops/rope/README.md). A hint: it never faults.
+// prefetch.h — software prefetches: one line into L2 (prefetcht1 on x86), for data fetched many lines ahead of its
+// use or for the next work unit, and every line of a byte range into L1 (prefetcht0, as Highway's Prefetch). Into L1
+// ahead of a stream, or for a whole next state, those lines compete with the working set of the step in progress
+// (measured on Zen 4, session 17: the key-major decode and the fused RoPE grads, src/ops/gated_delta_rule/README.md
+// and src/ops/rope/README.md). A hint: it never faults.
 #ifndef TXOPS_CORE_PREFETCH_H_
 #define TXOPS_CORE_PREFETCH_H_
 

@@ -41,9 +41,9 @@ constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
 // of the polynomial by z itself (14 operations). AVX2: |f| <= 1/2, and n comes from adding 1.5 * 2^23 + 127: the
 // sum's low mantissa bits are then n + 127, already the biased exponent, so one shift makes 2^n (four operations where
 // Round and a float to int conversion took nine). A NaN v stays NaN (AVX2's clamps turn z into a number, AVX-512's
-// vrangeps keeps it NaN; either way v carries the NaN into the product). Highway's Exp and a division cost three times as much; even so, this is most of the conv's
-// arithmetic, which bounds it before memory does (README.md, "Speed"). Every path of one target calls this, so all
-// give the same bits.
+// vrangeps keeps it NaN; either way v carries the NaN into the product). Highway's Exp and a division cost three
+// times as much; even so, this is most of the conv's arithmetic, which bounds it before memory does (README.md,
+// "Speed"). Every path of one target calls this, so all give the same bits.
 // c0 + c1 f + ... + c5 f^5 as ((c5 f + c4) f^2 + c3 f + c2) f^2 + c1 f + c0: two chains of three instead of
 // Horner's five deep (the SiLU's polynomials for 2^f).
 HWY_INLINE VF Poly5(DF df, VF f, float c0, float c1, float c2, float c3, float c4, float c5) {

@@ -52,8 +52,8 @@ ConvPath conv_path(const ConvProblem& p);
 constexpr int64_t kConvTokenContiguousChannels = 16, kConvSegment = 1024;
 // The channel-contiguous path computes blocks of kConvAccBlock channels x groups of kConvTokenGroup tokens into
 // fp32 first (8 tokens on AVX-512: 11 x rows per 8 outputs at K = 4, and 16 of its 32 registers hold the bf16
-// accumulators; AVX2 takes 4, kernels_contiguous.cpp; 128 channels: each block's SiLU pass is short enough for the out-of-order core to overlap the next
-// block's loads with it. README.md, "Session 27").
+// accumulators; AVX2 takes 4, kernels_contiguous.cpp; 128 channels: each block's SiLU pass is short enough for the
+// out-of-order core to overlap the next block's loads with it. README.md, "Session 27").
 constexpr int64_t kConvAccBlock = 128;
 constexpr int kConvTokenGroup = 8;
 // The channel-contiguous path's fp32 weight and bias rows cover all channels, padded to the widest target's group
