@@ -115,9 +115,10 @@ void print_summary(FILE* out, const std::vector<CaseResult>& results) {
   for (const CaseResult& r : results)
     if (std::find(groups.begin(), groups.end(), std::make_pair(r.suite, r.threads)) == groups.end())
       groups.emplace_back(r.suite, r.threads);
-  std::fprintf(out, "# summary, ISA %s: per suite and thread count, the worst case's fraction of its limit, and the "
+  const bool cold = std::any_of(results.begin(), results.end(), [](const CaseResult& r) { return r.cache == "cold"; });
+  std::fprintf(out, "# summary, ISA %s%s: per suite and thread count, the worst case's fraction of its limit, and the "
                     "median over the suite's cases\n",
-               isa_name(active_isa()));
+               isa_name(active_isa()), cold ? ", caches cold (--cold)" : "");
   for (const auto& g : groups) {
     std::vector<double> ratios;
     const CaseResult* worst = nullptr;
@@ -142,7 +143,7 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
     const CaseResult& r = results[i];
     o << "  {\"op\": " << quoted(r.op) << ", \"suite\": " << quoted(r.suite) << ", \"kind\": " << quoted(kind_name(r.kind))
       << ", \"dtype\": " << quoted(r.dtype) << ", \"shape\": " << quoted(r.shape) << ", \"threads\": " << r.threads
-      << ", \"reps\": " << r.reps << ", \"time_min_s\": " << number(r.time_min_s)
+      << ", \"reps\": " << r.reps << ", \"cache\": " << quoted(r.cache) << ", \"time_min_s\": " << number(r.time_min_s)
       << ", \"time_median_s\": " << number(r.time_median_s) << ", \"bytes\": " << number(r.bytes)
       << ", \"gbps\": " << number(r.gbps) << ", \"limit_gbps\": " << number(r.limit_gbps)
       << ", \"ratio\": " << number(r.ratio) << ", \"copy_gbps\": " << number(r.copy_gbps)

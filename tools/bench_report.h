@@ -21,6 +21,7 @@ struct CaseResult {
   bool passed = false;
   double max_err = 0;
   int reps = 0;
+  std::string cache = "warm";  // "cold": the last-level cache evicted before every timed call (--cold)
   int64_t tokens = 0;
   double time_min_s = 0, time_median_s = 0;
   double bytes = 0, gbps = 0, limit_gbps = 0, ratio = 0;

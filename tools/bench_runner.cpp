@@ -23,9 +23,11 @@ struct Timing {
   int reps = 0;
 };
 
-// Times `fn` (after one warm-up call): `reps` calls, or when 0 as many as fit in ~target_s (bounded).
+// Times `fn` (after one warm-up call): `reps` calls, or when 0 as many as fit in ~target_s (bounded). With an
+// evictor, the caches are evicted before every call (the eviction is not timed).
 template <class Fn>
-Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps) {
+Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps, CacheEvictor* evictor = nullptr) {
+  if (evictor != nullptr) evictor->evict();
   double t0 = now_seconds();
   fn();
   const double first = now_seconds() - t0;
@@ -35,6 +37,7 @@ Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps) 
   }
   std::vector<double> times(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) {
+    if (evictor != nullptr) evictor->evict();
     t0 = now_seconds();
     fn();
     times[i] = now_seconds() - t0;
@@ -99,7 +102,7 @@ void apply_limits(const BandwidthProbe& bw, const ComputeProbe* cp, CaseResult* 
 // Builds one case and measures it on every thread count: check (reference + bit identity), timing,
 // per-call overhead. Appends one result per thread count.
 void measure_case(const CaseSpec& spec, const Dims& dims, const BenchOptions& options, double target_s, int index,
-                  int total, std::vector<CaseResult>* results) {
+                  int total, CacheEvictor* evictor, std::vector<CaseResult>* results) {
   const std::string shape = spec.variant.empty() ? dims.str() : dims.str() + "," + spec.variant;
   std::fprintf(stderr, "[%d/%d] %s %s %s %s: preparing...\n", index, total, spec.suite.c_str(), spec.op.c_str(),
                dtype_name(spec.dtype), shape.c_str());
@@ -155,14 +158,18 @@ void measure_case(const CaseSpec& spec, const Dims& dims, const BenchOptions& op
       r.message = check.message;
       if (st.ok()) {
         const bool small = bc->bytes < 4e6;
-        const Timing tm = time_calls([&] { (void)bc->run(); }, options.reps, target_s, small ? 20 : 3,
-                                     small ? 20000 : 200);
+        // --cold: every case's calls (decode-sized ones too: a serving step finds its states evicted by the other
+        // layers'), at most 10 of them (each eviction reads 1.5x the last-level cache).
+        const int max_reps = evictor != nullptr ? 10 : small ? 20000 : 200;
+        const Timing tm = time_calls([&] { (void)bc->run(); }, options.reps, target_s, std::min(small ? 20 : 3, max_reps),
+                                     max_reps, evictor);
+        r.cache = evictor != nullptr ? "cold" : "warm";
         r.reps = tm.reps;
         r.time_min_s = tm.min_s;
         r.time_median_s = tm.median_s;
         if (bc->slice_rows > 0) {  // the op's own access pattern, on the same thread count, right after it
           r.slice_gbps = probe_slice(t, bc->slice_rows, bc->slice_row_bytes, bc->slice_lo, bc->slice_hi,
-                                     options.quick ? 1 : 10);
+                                     options.quick ? 1 : 10, evictor);
           r.slice_pattern = "bytes [" + std::to_string(bc->slice_lo) + ", " + std::to_string(bc->slice_hi) + ") of " +
                             std::to_string(bc->slice_row_bytes) + "-byte rows, in place";
         }
@@ -283,12 +290,18 @@ int run_bench(const BenchOptions& options) {
   };
 
   const double target_s = options.quick ? 0.02 : 0.4;
+  std::unique_ptr<CacheEvictor> evictor;
+  if (options.cold) {
+    evictor.reset(new CacheEvictor());
+    std::fprintf(stderr, "--cold: every timed call follows a read of %.0f MiB (1.5x the last-level cache)\n",
+                 evictor->bytes() / 1048576.0);
+  }
   std::vector<CaseResult> results;
   const int total = static_cast<int>(cases.size());
   int index = 0;
   for (const auto& entry : cases) {
     ++index;
-    measure_case(entry.first, entry.second, options, target_s, index, total, &results);
+    measure_case(entry.first, entry.second, options, target_s, index, total, evictor.get(), &results);
     refresh_probes();
   }
   set_num_threads(0);

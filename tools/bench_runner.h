@@ -23,6 +23,7 @@ struct BenchOptions {
   std::string json;               // empty: no JSON
   bool quick = false;
   bool list = false;              // print the selected cases and exit
+  bool cold = false;              // evict the last-level cache before every timed call of a large case
 };
 
 // Returns the process exit code: 0 iff every selected case passed (2 on a usage error).

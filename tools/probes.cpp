@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 #include "bench_util.h"
@@ -80,7 +82,26 @@ BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes) {
   return r;
 }
 
-double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t hi, int passes) {
+CacheEvictor::CacheEvictor() {
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = 32L << 20;
+  bytes_ = std::min(std::max(static_cast<size_t>(llc) / 2 * 3, size_t{16} << 20), size_t{1} << 30);
+  data_ = static_cast<uint64_t*>(std::aligned_alloc(4096, bytes_));
+  if (data_ == nullptr) throw std::bad_alloc();
+  std::fill(data_, data_ + bytes_ / sizeof(uint64_t), uint64_t{1});
+}
+
+CacheEvictor::~CacheEvictor() { std::free(data_); }
+
+void CacheEvictor::evict() {
+  static volatile uint64_t sink = 0;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < bytes_ / sizeof(uint64_t); i += 64 / sizeof(uint64_t)) sum += data_[i];
+  sink = sink + sum;
+}
+
+double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t hi, int passes,
+                   CacheEvictor* evictor) {
   if (rows == 0 || hi <= lo) return 0;
   Buffer buf(rows * row_bytes);
   char* base = static_cast<char*>(buf.data());
@@ -96,7 +117,10 @@ double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t
   };
   pass();
   double best = 1e30;
-  for (int p = 0; p < passes; ++p) best = std::min(best, pass());
+  for (int p = 0; p < passes; ++p) {
+    if (evictor != nullptr) evictor->evict();
+    best = std::min(best, pass());
+  }
   return 2.0 * static_cast<double>(rows) * static_cast<double>(hi - lo) / best * 1e-9;
 }
 

@@ -12,6 +12,8 @@
 namespace txops {
 namespace bench {
 
+class CacheEvictor;
+
 struct BandwidthProbe {
   int threads = 1;
   size_t array_bytes = 0;   // size of each array
@@ -39,7 +41,26 @@ size_t default_probe_array_bytes();
 // of 64-row blocks (as the copy probe splits its arrays); GB/s of the slice bytes read + written (2 x rows x (hi -
 // lo) / time), best of `passes` after a warm-up pass, on a buffer of rows x row_bytes. What the memory system moves
 // for it is whole lines (and what the prefetchers add around them), so this can be well below the copy probe.
-double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t hi, int passes);
+// With `evictor`, the caches are evicted before every pass (the op's own cold timing, --cold).
+double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t hi, int passes,
+                   CacheEvictor* evictor = nullptr);
+
+// Reads a buffer of 1.5x the last-level cache (at least 16 MiB, at most 1 GiB), one load per 64-byte line, on the
+// calling thread: what a case wrote or read before is then out of the caches, and its next call reads its tensors
+// from DRAM, as on a machine whose last-level cache they do not fit (txops bench --cold).
+class CacheEvictor {
+ public:
+  CacheEvictor();
+  ~CacheEvictor();
+  CacheEvictor(const CacheEvictor&) = delete;
+  CacheEvictor& operator=(const CacheEvictor&) = delete;
+  void evict();
+  size_t bytes() const { return bytes_; }
+
+ private:
+  uint64_t* data_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 // Median wall time of an empty parallel region on `threads` threads (the fork/join cost every multi-threaded
 // call pays; on an oversubscribed machine it includes waiting for a core).

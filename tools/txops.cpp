@@ -38,6 +38,8 @@ const char kUsage[] =
     "  --threads LIST    comma-separated thread counts (default 1,2)\n"
     "  --reps N          timed repetitions per case (default: adaptive, ~0.4 s per case)\n"
     "  --json FILE       write one JSON record per case and thread count\n"
+    "  --cold            read 1.5x the last-level cache before every timed call, so each call finds its\n"
+    "                    tensors in DRAM (as where they do not fit the cache); at most 10 timed calls per case\n"
     "  --quick           tiny shapes and short probes (CI smoke test)\n"
     "  --list            print the selected cases and exit\n"
     "\n"
@@ -83,6 +85,8 @@ int bench_main(int argc, char** argv) {
       o.quick = true;
     } else if (a == "--list") {
       o.list = true;
+    } else if (a == "--cold") {
+      o.cold = true;
     } else if (a == "--op" || a == "--suite" || a == "--shape" || a == "--json") {
       if (!value(&v)) return usage_error(a + " needs a value");
       (a == "--op" ? o.op : a == "--suite" ? o.suite : a == "--shape" ? o.shape : o.json) = v;
