@@ -296,7 +296,7 @@ int run_bench(const BenchOptions& options) {
   std::unique_ptr<CacheEvictor> evictor;
   if (options.cold) {
     evictor.reset(new CacheEvictor());
-    std::fprintf(stderr, "--cold: every timed call follows a read of %.0f MiB (1.5x the last-level cache)\n",
+    std::fprintf(stderr, "--cold: every timed call of a large case follows a read of %.0f MiB (1.5x the last-level cache)\n",
                  evictor->bytes() / 1048576.0);
   }
   std::vector<CaseResult> results;
