@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "bench_util.h"
@@ -19,10 +17,18 @@
 namespace txops {
 namespace bench {
 
+namespace {
+
+// The last-level cache's size as the OS reports it, 32 MiB where it does not.
+size_t last_level_cache_bytes() {
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return llc > 0 ? static_cast<size_t>(llc) : size_t{32} << 20;
+}
+
+}  // namespace
+
 size_t default_probe_array_bytes() {
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc <= 0) llc = 32L << 20;
-  size_t bytes = static_cast<size_t>(llc) * 8;
+  size_t bytes = last_level_cache_bytes() * 8;
   bytes = std::max(bytes, static_cast<size_t>(64) << 20);
   bytes = std::min(bytes, static_cast<size_t>(512) << 20);
   return bytes / 4096 * 4096;
@@ -82,21 +88,15 @@ BandwidthProbe probe_bandwidth(int threads, size_t array_bytes, int passes) {
   return r;
 }
 
-CacheEvictor::CacheEvictor() {
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc <= 0) llc = 32L << 20;
-  bytes_ = std::min(std::max(static_cast<size_t>(llc) / 2 * 3, size_t{16} << 20), size_t{1} << 30);
-  data_ = static_cast<uint64_t*>(std::aligned_alloc(4096, bytes_));
-  if (data_ == nullptr) throw std::bad_alloc();
-  std::fill(data_, data_ + bytes_ / sizeof(uint64_t), uint64_t{1});
-}
-
-CacheEvictor::~CacheEvictor() { std::free(data_); }
+// The buffer is written once (Buffer zero-fills it), so its pages are the process's own, not the shared zero page.
+CacheEvictor::CacheEvictor()
+    : buffer_(std::min(std::max(last_level_cache_bytes() / 2 * 3, size_t{16} << 20), size_t{1} << 30)) {}
 
 void CacheEvictor::evict() {
   static volatile uint64_t sink = 0;
+  const uint64_t* data = static_cast<const uint64_t*>(buffer_.data());
   uint64_t sum = 0;
-  for (size_t i = 0; i < bytes_ / sizeof(uint64_t); i += 64 / sizeof(uint64_t)) sum += data_[i];
+  for (size_t i = 0; i < buffer_.bytes() / sizeof(uint64_t); i += 64 / sizeof(uint64_t)) sum += data[i];
   sink = sink + sum;
 }
 

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "bench_util.h"
+
 namespace txops {
 namespace bench {
 
@@ -51,15 +53,11 @@ double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t
 class CacheEvictor {
  public:
   CacheEvictor();
-  ~CacheEvictor();
-  CacheEvictor(const CacheEvictor&) = delete;
-  CacheEvictor& operator=(const CacheEvictor&) = delete;
   void evict();
-  size_t bytes() const { return bytes_; }
+  size_t bytes() const { return buffer_.bytes(); }
 
  private:
-  uint64_t* data_ = nullptr;
-  size_t bytes_ = 0;
+  Buffer buffer_;
 };
 
 // Median wall time of an empty parallel region on `threads` threads (the fork/join cost every multi-threaded
