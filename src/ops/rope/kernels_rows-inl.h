@@ -184,10 +184,12 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
   // Rows of kHeadGroup consecutive indices of outer dim 1 that share their cos / sin rows (stride 0 there, e.g. the
   // heads of (B, N, S, D)) while the innermost dim walks them (S) run side by side, row r of each before row r + 1:
   // each cos / sin row is read from memory once per group instead of once per head, and is in L1 for the group's
-  // other rows. The rows' results do not depend on the order they run in (README, session 26).
+  // other rows. The rows' results do not depend on the order they run in (README, session 26). fp32 rows only: 16-bit
+  // rows in groups ran 1.2-2x slower on a Zen 4 (both ISAs, D = 64 and 128) and gained nothing clear on the Xeon
+  // (README, session 30).
   // (The strides of dim 1 are used only when it has a group's extent: a size-1 dim's stride may be anything.)
-  const bool grouped = e1 >= kHeadGroup && sd[1][kCos] == 0 && sd[1][kSin] == 0 && (dcos != 0 || dsin != 0) &&
-                       st.step[kIn] == 1;
+  const bool grouped = sizeof(TX) == 4 && e1 >= kHeadGroup && sd[1][kCos] == 0 && sd[1][kSin] == 0 &&
+                       (dcos != 0 || dsin != 0) && st.step[kIn] == 1;
   while (begin < end) {
     int64_t off[4];
     for (int t = 0; t < 4; ++t) off[t] = i0 * sd[0][t] + i1 * sd[1][t] + i2 * sd[2][t];
