@@ -14,8 +14,9 @@
 //
 // bf16 rows are read and written as "pair" vectors: 2N elements load as N u32 lanes, the even channels are the low
 // halves (one shift widens them) and the odd ones the high halves (one mask), and a store merges two rounded vectors
-// back with a shift, a mask and an or, so neither direction needs a pack or a permute. The weights and bias are
-// kept in the same even / odd order. The rounding (to nearest even) leaves out the NaN quieting of
+// back with a shift, a mask and an or, so neither direction needs a pack or a permute (on AVX512_BF16 CPUs the store
+// rounds with one vcvtne2ps2bf16 and one vpermw instead, the same bits: Codec<bfloat16_t>::Store). The weights and
+// bias are kept in the same even / odd order. The rounding (to nearest even) leaves out the NaN quieting of
 // RoundToBF16Bits: every NaN here comes from bf16 operands or is the default NaN of an invalid operation, so its low
 // 16 bits are zero, the rounding increment cannot carry into the kept bits, and arithmetic has already made it
 // quiet: the bits equal f32_to_bf16's for every value.
