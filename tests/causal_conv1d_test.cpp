@@ -318,6 +318,23 @@ TEST_P(CausalConv1dOnIsa, LargeShapesMatchTheOracleAndTheStagedPath) {
     }
 }
 
+// Case c run with `edit` applied to its inputs: its bf16 y equals the staged path's bit for bit; `each(i, bits)` then
+// sees every element of y.
+void expect_staged_bits(const Case& c, const std::function<void(Tensors*)>& edit,
+                        const std::function<void(int64_t, uint16_t)>& each) {
+  Tensors t = make_tensors(c);
+  edit(&t);
+  ASSERT_TRUE(call(c, views_of(c, t)).ok());
+  const std::vector<uint8_t> staged = staged_y_bytes(c, edit);
+  for (int64_t i = 0; i < c.length * c.dim; ++i) {
+    uint16_t a, b;
+    std::memcpy(&a, t.y.bytes.data() + 2 * i, 2);
+    std::memcpy(&b, staged.data() + 2 * i, 2);
+    ASSERT_EQ(a, b) << "element " << i;
+    each(i, a);
+  }
+}
+
 // NaN and infinity in bf16 x, weights and bias: the channel-contiguous path (its bf16 pair stores round without
 // the NaN test) writes the same bits as the staged path, and every NaN it writes is quiet.
 TEST_P(CausalConv1dOnIsa, NaNAndInfinityGiveTheStagedPathsBits) {
@@ -333,21 +350,13 @@ TEST_P(CausalConv1dOnIsa, NaNAndInfinityGiveTheStagedPathsBits) {
       poke(&u->weight, 5, specials[0]);
       poke(&u->bias, 9, specials[2]);
     };
-    Tensors t = make_tensors(c);
-    add_specials(&t);
-    ASSERT_TRUE(call(c, views_of(c, t)).ok());
-    const std::vector<uint8_t> staged = staged_y_bytes(c, add_specials);
     int nans = 0;
-    for (int64_t i = 0; i < c.length * c.dim; ++i) {
-      uint16_t a, b;
-      std::memcpy(&a, t.y.bytes.data() + 2 * i, 2);
-      std::memcpy(&b, staged.data() + 2 * i, 2);
-      ASSERT_EQ(a, b) << "element " << i;
+    expect_staged_bits(c, add_specials, [&](int64_t i, uint16_t a) {
       if ((a & 0x7F80) == 0x7F80 && (a & 0x7F) != 0) {
         ++nans;
         EXPECT_NE(0, a & 0x40) << "signaling NaN written at " << i;
       }
-    }
+    });
     EXPECT_GT(nans, 0);
   }
 }
@@ -369,18 +378,8 @@ TEST_P(CausalConv1dOnIsa, DenormalOutputsGiveTheStagedPathsBits) {
       for (int64_t ch = 0; ch < c.dim; ++ch)
         if (ch % 3 != 2) std::memcpy(u->bias.bytes.data() + 2 * ch, &denormals[ch % 3], 2);
     };
-    Tensors t = make_tensors(c);
-    tiny(&t);
-    ASSERT_TRUE(call(c, views_of(c, t)).ok());
-    const std::vector<uint8_t> staged = staged_y_bytes(c, tiny);
     int denormals = 0;
-    for (int64_t i = 0; i < c.length * c.dim; ++i) {
-      uint16_t a, b;
-      std::memcpy(&a, t.y.bytes.data() + 2 * i, 2);
-      std::memcpy(&b, staged.data() + 2 * i, 2);
-      ASSERT_EQ(a, b) << "element " << i;
-      if ((a & 0x7F80) == 0 && (a & 0x7F) != 0) ++denormals;
-    }
+    expect_staged_bits(c, tiny, [&](int64_t, uint16_t a) { denormals += (a & 0x7F80) == 0 && (a & 0x7F) != 0; });
     EXPECT_GT(denormals, 0);
   }
 }

@@ -129,16 +129,26 @@ HWY_INLINE void UpdateOneTokenRowPair(const TokenPack& tp, const OneTokenConstan
   const size_t N = hn::Lanes(df);
   const float* dot_k = kVectorDecay ? tp.decayed_key : tp.key;
   const float* dot_q = kVectorDecay ? tp.decayed_query : tp.query;
-  VF k0 = hn::Zero(df), q0 = hn::Zero(df), k1 = hn::Zero(df), q1 = hn::Zero(df);
+  // Two partial sums per dot product (even and odd j) where NV allows: half the FMA chain's latency.
+  constexpr int kParts = NV % 2 == 0 ? 2 : 1;
+  VF k0[kParts], q0[kParts], k1[kParts], q1[kParts];
+  for (int p = 0; p < kParts; ++p) k0[p] = q0[p] = k1[p] = q1[p] = hn::Zero(df);
   for (int j = 0; j < NV; ++j) {
     const VF kj = hn::LoadU(df, dot_k + j * N), qj = hn::LoadU(df, dot_q + j * N);
-    k0 = hn::MulAdd(s0[j], kj, k0);
-    q0 = hn::MulAdd(s0[j], qj, q0);
-    k1 = hn::MulAdd(s1[j], kj, k1);
-    q1 = hn::MulAdd(s1[j], qj, q1);
+    const int p = j % kParts;
+    k0[p] = hn::MulAdd(s0[j], kj, k0[p]);
+    q0[p] = hn::MulAdd(s0[j], qj, q0[p]);
+    k1[p] = hn::MulAdd(s1[j], kj, k1[p]);
+    q1[p] = hn::MulAdd(s1[j], qj, q1[p]);
+  }
+  for (int p = 1; p < kParts; ++p) {
+    k0[0] = hn::Add(k0[0], k0[p]);
+    q0[0] = hn::Add(q0[0], q0[p]);
+    k1[0] = hn::Add(k1[0], k1[p]);
+    q1[0] = hn::Add(q1[0], q1[p]);
   }
   HWY_ALIGN float sums[4];
-  hn::Store(SumsOfFour(df, k0, q0, k1, q1), hn::CappedTag<float, 4>(), sums);
+  hn::Store(SumsOfFour(df, k0[0], q0[0], k1[0], q1[0]), hn::CappedTag<float, 4>(), sums);
   const float c0 = cst.beta * (tp.value[r] - cst.alpha * sums[0]);
   const float c1 = cst.beta * (tp.value[r + 1] - cst.alpha * sums[2]);
   tp.out[r] = cst.alpha * sums[1] + c0 * cst.kq;
