@@ -284,6 +284,12 @@ HWY_INLINE __m512i ConvertPairsToBF16(hn::Vec<hn::ScalableTag<float>> even, hn::
                                          21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   return _mm512_permutexvar_epi16(order, ConvertTwoToBF16(odd, even));
 }
+// Whether a (or a or b) holds an fp32 denormal, which the conversions above would read as zero: a caller that
+// must give f32_to_bf16's bits rounds such vectors with the integer code instead (one FP-class test per vector).
+HWY_INLINE bool AnyDenormal(hn::Vec<hn::ScalableTag<float>> a) { return _mm512_fpclass_ps_mask(a.raw, 0x20) != 0; }
+HWY_INLINE bool AnyDenormal(hn::Vec<hn::ScalableTag<float>> a, hn::Vec<hn::ScalableTag<float>> b) {
+  return (_mm512_fpclass_ps_mask(a.raw, 0x20) | _mm512_fpclass_ps_mask(b.raw, 0x20)) != 0;
+}
 #endif
 
 // A row of `count` elements `stride` apart as fp32 into dst (vector loads when stride is 1), then zeros up to

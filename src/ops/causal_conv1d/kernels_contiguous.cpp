@@ -92,7 +92,7 @@ struct Codec<hwy::bfloat16_t> {
     const hn::RebindToUnsigned<DF> du;
     uint32_t* q = reinterpret_cast<uint32_t*>(p);
 #if TXOPS_CONV_BF16CVT
-    if (kBf16Cvt && (_mm512_fpclass_ps_mask(v[0].raw, 0x20) | _mm512_fpclass_ps_mask(v[1].raw, 0x20)) == 0) {
+    if (kBf16Cvt && !AnyDenormal(v[0], v[1])) {
       const hn::Vec<decltype(du)> merged{ConvertPairsToBF16(v[0], v[1])};
       if (stream && Aligned(p, hn::Lanes(du) * sizeof(uint32_t)))
         hn::Stream(merged, du, q);

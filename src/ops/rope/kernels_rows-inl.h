@@ -272,11 +272,7 @@ HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 #define TXOPS_ROPE_BF16CVT 1
 static const bool kBf16Cvt = txops::avx512_bf16_usable();
-
-HWY_INLINE bool AnyDenormal(VF a) { return _mm512_fpclass_ps_mask(a.raw, 0x20) != 0; }
-HWY_INLINE bool AnyDenormal(VF a, VF b) {
-  return (_mm512_fpclass_ps_mask(a.raw, 0x20) | _mm512_fpclass_ps_mask(b.raw, 0x20)) != 0;
-}
+using txops::HWY_NAMESPACE::AnyDenormal;
 HWY_INLINE __m256i CvtBF16(VF v) {
   __m256i r;
   asm("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v.raw));
