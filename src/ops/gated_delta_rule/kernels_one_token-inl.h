@@ -11,7 +11,6 @@
 #define TXOPS_OPS_GATED_DELTA_RULE_KERNELS_ONE_TOKEN_INL_H_
 #endif
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cstdint>
@@ -38,20 +37,15 @@ namespace gdr {
 // writes).
 constexpr int64_t kRowsAhead = 16;
 
-// Prefetches `bytes` from element `offset` of base (integer address arithmetic: the row may lie past the array),
-// into L1, or with kIntoL2 into L2 only (core/prefetch.h): for the next unit's state, which must not evict the
-// current one from L1.
-template <bool kIntoL2 = false, class TS>
+// Prefetches `bytes` from element `offset` of base (integer address arithmetic: the row may lie past the array)
+// into L2 (core/prefetch.h), not L1: on Zen 4 the L1 prefetches of the rows ahead held the load pipeline up
+// (a third of a value-major kernel's samples sat on the prefetch instruction) and fp32 pools from DRAM ran at half
+// the bandwidth that L2 prefetches reach (README.md, session 31). The rows are read a few hundred cycles later,
+// from L2, by loads the out-of-order core overlaps.
+template <class TS>
 HWY_INLINE void PrefetchRow(const TS* base, int64_t offset, int64_t bytes) {
   const uintptr_t row = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(offset * static_cast<int64_t>(sizeof(TS)));
-  for (int64_t byte = 0; byte < bytes; byte += 64) {
-    const char* line = reinterpret_cast<const char*>(row + byte);
-    if (kIntoL2) {
-      PrefetchL2(line);
-    } else {
-      hwy::Prefetch(line);
-    }
-  }
+  for (int64_t byte = 0; byte < bytes; byte += 64) PrefetchL2(reinterpret_cast<const char*>(row + byte));
 }
 
 template <int NV, bool kVectorDecay>
@@ -648,7 +642,7 @@ HWY_NOINLINE void KeyMajorColumns(const TokenPack& tp, int64_t dk, const TS* s_i
     const VF decay = hn::Set(df, kVectorDecay ? tp.decay[r] : alpha), kr = hn::Set(df, tp.key[r]);
     const TS* src = s_in + r * in_stride;
     TS* dst = s_out + r * out_stride;
-    if (next_in != nullptr) PrefetchRow</*kIntoL2=*/true>(next_in, r * in_stride, row_bytes);
+    if (next_in != nullptr) PrefetchRow(next_in, r * in_stride, row_bytes);
     for (int64_t j = 0; j < dv; j += G) {
       VF sv[V];
       C::Load(df, src + j, sv);
