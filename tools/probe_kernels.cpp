@@ -170,12 +170,19 @@ double fma_loop(long iterations, ProbeIsa isa, float* sink) {
 }
 
 // Bytes [lo, hi) of rows [row_begin, row_end) (row_bytes apart) loaded and stored back in place, xor `key` (a
-// run-time zero: the pass cannot be optimised away and changes nothing).
+// run-time zero: the pass cannot be optimised away and changes nothing). ahead > 0: each row's slice is first
+// prefetched into L2 `ahead` rows further on, as the RoPE row loops do for such slices (the hardware prefetchers do
+// not follow the gaps); the probe takes the faster of the two ways (probes.cpp).
+static inline void prefetch_slice_l2(const char* p, size_t lo, size_t hi) {
+  for (size_t b = lo; b < hi; b += 64) __builtin_prefetch(p + b, /*rw=*/0, /*locality=*/2);
+}
+
 __attribute__((target("avx512f"))) void slice512(char* base, size_t row_bytes, size_t lo, size_t hi, size_t rb,
-                                                 size_t re, uint64_t key) {
+                                                 size_t re, uint64_t key, size_t ahead) {
   const __m512i k = _mm512_set1_epi64(static_cast<long long>(key));
   for (size_t r = rb; r < re; ++r) {
     char* p = base + r * row_bytes;
+    if (ahead > 0 && r + ahead < re) prefetch_slice_l2(p + ahead * row_bytes, lo, hi);
     size_t b = lo;
     for (; b + 64 <= hi; b += 64)
       _mm512_storeu_si512(p + b, _mm512_xor_si512(_mm512_loadu_si512(p + b), k));
@@ -184,10 +191,11 @@ __attribute__((target("avx512f"))) void slice512(char* base, size_t row_bytes, s
 }
 
 __attribute__((target("avx2"))) void slice256(char* base, size_t row_bytes, size_t lo, size_t hi, size_t rb,
-                                              size_t re, uint64_t key) {
+                                              size_t re, uint64_t key, size_t ahead) {
   const __m256i k = _mm256_set1_epi64x(static_cast<long long>(key));
   for (size_t r = rb; r < re; ++r) {
     char* p = base + r * row_bytes;
+    if (ahead > 0 && r + ahead < re) prefetch_slice_l2(p + ahead * row_bytes, lo, hi);
     size_t b = lo;
     for (; b + 32 <= hi; b += 32) {
       __m256i* q = reinterpret_cast<__m256i*>(p + b);
@@ -198,11 +206,13 @@ __attribute__((target("avx2"))) void slice256(char* base, size_t row_bytes, size
 }
 
 void slice_rmw(char* base, size_t row_bytes, size_t lo, size_t hi, size_t row_begin, size_t row_end, uint64_t key,
-               ProbeIsa isa) {
-  if (isa == ProbeIsa::kAvx512) return slice512(base, row_bytes, lo, hi, row_begin, row_end, key);
-  if (isa == ProbeIsa::kAvx2) return slice256(base, row_bytes, lo, hi, row_begin, row_end, key);
-  for (size_t r = row_begin; r < row_end; ++r)
+               ProbeIsa isa, size_t ahead) {
+  if (isa == ProbeIsa::kAvx512) return slice512(base, row_bytes, lo, hi, row_begin, row_end, key, ahead);
+  if (isa == ProbeIsa::kAvx2) return slice256(base, row_bytes, lo, hi, row_begin, row_end, key, ahead);
+  for (size_t r = row_begin; r < row_end; ++r) {
+    if (ahead > 0 && r + ahead < row_end) prefetch_slice_l2(base + (r + ahead) * row_bytes, lo, hi);
     for (size_t b = lo; b < hi; ++b) base[r * row_bytes + b] = static_cast<char>(base[r * row_bytes + b] ^ key);
+  }
 }
 
 // 16 independent accumulators of vdpbf16ps (each: 16 fp32 lanes += two bf16 products = 4 FLOPs per lane).

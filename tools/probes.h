@@ -41,8 +41,10 @@ size_t default_probe_array_bytes();
 // The memory pattern of an op that updates a slice of every row in place (InplacePartialRotaryMul(Grad)): bytes
 // [lo, hi) of each of `rows` rows of `row_bytes` read and written back, rows split over `threads` in balanced ranges
 // of 64-row blocks (as the copy probe splits its arrays); GB/s of the slice bytes read + written (2 x rows x (hi -
-// lo) / time), best of `passes` after a warm-up pass, on a buffer of rows x row_bytes. What the memory system moves
-// for it is whole lines (and what the prefetchers add around them), so this can be well below the copy probe.
+// lo) / time), best of `passes` after a warm-up pass, on a buffer of rows x row_bytes, each pass run twice: with
+// the hardware prefetchers alone and with the slices prefetched into L2 rows ahead (the faster counts). What the
+// memory system moves for it is whole lines (and what the prefetchers add around them), so this can be well below
+// the copy probe.
 // With `evictor`, the caches are evicted before every pass (the op's own cold timing, --cold).
 double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t hi, int passes,
                    CacheEvictor* evictor = nullptr);
@@ -73,9 +75,10 @@ ProbeIsa probe_isa();  // the widest the CPU has, capped by txops' active ISA
 void copy_stores(float* dst, const float* src, size_t begin, size_t end, ProbeIsa isa);
 void copy_streaming(float* dst, const float* src, size_t begin, size_t end, ProbeIsa isa);
 void triad(float* a, const float* b, const float* c, float s, size_t begin, size_t end, ProbeIsa isa);
-// Bytes [lo, hi) of rows [row_begin, row_end), row_bytes apart, loaded and stored back xor `key` (probe_slice).
+// Bytes [lo, hi) of rows [row_begin, row_end), row_bytes apart, loaded and stored back xor `key` (probe_slice);
+// ahead > 0: each row's slice prefetched into L2 that many rows before it is reached.
 void slice_rmw(char* base, size_t row_bytes, size_t lo, size_t hi, size_t row_begin, size_t row_end, uint64_t key,
-               ProbeIsa isa);
+               ProbeIsa isa, size_t ahead);
 // Runs `iterations` rounds of independent FMAs (or vdpbf16ps); returns FLOPs done. The sink defeats dead-code
 // elimination.
 double fma_loop(long iterations, ProbeIsa isa, float* sink);
