@@ -1,5 +1,5 @@
 // prefetch.h — software prefetches: one line into L2 (prefetcht1 on x86), for data fetched many lines ahead of its
-// use or for the next work unit, and every line of a byte range into L1 (prefetcht0, as Highway's Prefetch). Into L1
+// use or for the next work unit, and every line of a byte range into L1 (prefetcht0, as Highway's Prefetch) or L2. Into L1
 // ahead of a stream, or for a whole next state, those lines compete with the working set of the step in progress
 // (measured on Zen 4, session 17: the key-major decode and the fused RoPE grads, src/ops/gated_delta_rule/README.md
 // and src/ops/rope/README.md). A hint: it never faults.
@@ -23,9 +23,16 @@ __attribute__((always_inline)) inline void PrefetchBytes(const void* address, in
   const char* p = static_cast<const char*>(address);
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, /*rw=*/0, /*locality=*/3);
 }
+// The same into L2: rows still in DRAM a stream reaches soon, which prefetched into L1 held the loads up on a Zen 4
+// (the GDR decode's rows ahead, the RoPE row slices: their READMEs, session 31).
+__attribute__((always_inline)) inline void PrefetchBytesL2(const void* address, int64_t bytes) {
+  const char* p = static_cast<const char*>(address);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, /*rw=*/0, /*locality=*/2);
+}
 #else
 inline void PrefetchL2(const void*) {}
 inline void PrefetchBytes(const void*, int64_t) {}
+inline void PrefetchBytesL2(const void*, int64_t) {}
 #endif
 
 }  // namespace txops

@@ -45,7 +45,7 @@ constexpr int64_t kRowsAhead = 16;
 template <class TS>
 HWY_INLINE void PrefetchRow(const TS* base, int64_t offset, int64_t bytes) {
   const uintptr_t row = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(offset * static_cast<int64_t>(sizeof(TS)));
-  for (int64_t byte = 0; byte < bytes; byte += 64) PrefetchL2(reinterpret_cast<const char*>(row + byte));
+  PrefetchBytesL2(reinterpret_cast<const char*>(row), bytes);
 }
 
 template <int NV, bool kVectorDecay>

@@ -172,13 +172,13 @@ constexpr int64_t kPrefetchAheadBytes = 2048;
 HWY_INLINE int64_t PrefetchRowsAhead(int64_t row_bytes) {
   return row_bytes > 0 ? std::max(kPrefetchRows, kPrefetchAheadBytes / row_bytes) : kPrefetchRows;
 }
-// The prefetch of one row ahead: into L1, or into L2 where the rows have gaps between them (a partial op's slice,
-// row_bytes short of the row stride). For the slices L2 is 1.3-2.2x faster on a Zen 4 (the L1 prefetches held the
-// loads up, as in the GDR decode) and contiguous rows are as fast or faster with L1 (README, session 31).
-template <bool kIntoL2>
-HWY_INLINE void PrefetchRowAhead(const char* row, int64_t row_bytes) {
-  if constexpr (kIntoL2) {
-    for (int64_t b = 0; b < row_bytes; b += 64) PrefetchL2(row + b);
+// The prefetch of one row ahead: into L2 where the rows have gaps between them (a partial op's slice, row_bytes
+// short of the row stride; the hardware stream prefetcher does not follow those), else into L1. For the slices L2 ran
+// 1.3-2.2x faster on a Zen 4 (the L1 prefetches held the loads up, as in the GDR decode); contiguous rows were as
+// fast or faster with L1 (README, session 31).
+HWY_INLINE void PrefetchRowAhead(bool gaps, const char* row, int64_t row_bytes) {
+  if (gaps) {
+    PrefetchBytesL2(row, row_bytes);
   } else {
     PrefetchBytes(row, row_bytes);
   }
@@ -215,8 +215,7 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
       const int64_t din1 = sd[1][kIn], dout1 = sd[1][kOut], group_bytes = din1 * static_cast<int64_t>(sizeof(TX));
       for (int64_t r = 0; r < e2; ++r, in += din, out += dout, c += dcos, s += dsin) {
         const char* ahead = reinterpret_cast<const char*>(in + ahead_rows * din);
-        for (int64_t g = 0; g < kHeadGroup; ++g)
-          PrefetchBytes(ahead + g * group_bytes, row_bytes);  // (contiguous rows only: st.step[kIn] == 1)
+        for (int64_t g = 0; g < kHeadGroup; ++g) PrefetchRowAhead(gaps, ahead + g * group_bytes, row_bytes);
         for (int64_t g = 0; g < kHeadGroup; ++g) row(in + g * din1, out + g * dout1, c, s);
       }
       begin += kHeadGroup * e2;
@@ -235,11 +234,7 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
         // Software prefetch of the row ahead_rows ahead (a hint: it never faults, even past the view's end):
         // partial-row slices leave gaps the hardware stream prefetcher does not follow.
         const char* ahead = reinterpret_cast<const char*>(in + ahead_rows * din);
-        if (gaps) {
-          PrefetchRowAhead<true>(ahead, row_bytes);
-        } else {
-          PrefetchRowAhead<false>(ahead, row_bytes);
-        }
+        PrefetchRowAhead(gaps, ahead, row_bytes);
         if constexpr (kWidenCosSin) {
           if (shared) {
             row(in, out, static_cast<const float*>(widened[0]), static_cast<const float*>(widened[1]));
