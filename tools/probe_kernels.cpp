@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/prefetch.h"
 #include "probes.h"
 #include "txops/txops.h"
 
@@ -174,7 +175,7 @@ double fma_loop(long iterations, ProbeIsa isa, float* sink) {
 // prefetched into L2 `ahead` rows further on, as the RoPE row loops do for such slices (the hardware prefetchers do
 // not follow the gaps); the probe takes the faster of the two ways (probes.cpp).
 static inline void prefetch_slice_l2(const char* p, size_t lo, size_t hi) {
-  for (size_t b = lo; b < hi; b += 64) __builtin_prefetch(p + b, /*rw=*/0, /*locality=*/2);
+  txops::PrefetchBytesL2(p + lo, static_cast<int64_t>(hi - lo));  // the row loops' own helper
 }
 
 __attribute__((target("avx512f"))) void slice512(char* base, size_t row_bytes, size_t lo, size_t hi, size_t rb,
