@@ -111,9 +111,12 @@ double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t
   timed_parallel(threads, rows, [&](size_t b, size_t e) {  // first touch by the thread that streams the rows
     std::fill(base + b * row_bytes, base + e * row_bytes, static_cast<char>(1));
   });
-  // Two ways of streaming the pattern, the faster counts: the hardware prefetchers alone, and each slice prefetched
-  // into L2 rows ahead (as many as make 2 KiB of slices, at least 8: the RoPE row loops' rule).
-  const size_t ahead = std::max<size_t>(8, 2048 / (hi - lo));
+  // Four ways of streaming the pattern, the fastest counts: the hardware prefetchers alone, and each slice
+  // prefetched into L2 as many rows ahead as make 2, 8 or 32 KiB of slices (at least 8 rows; the RoPE row loops take
+  // 8 KiB), so the limit does not hang on one distance.
+  const size_t slice = hi - lo;
+  const size_t aheads[] = {0, std::max<size_t>(8, 2048 / slice), std::max<size_t>(8, 8192 / slice),
+                           std::max<size_t>(8, 32768 / slice)};
   auto pass = [&](size_t prefetch_rows) {
     return timed_parallel(threads, rows, [&](size_t b, size_t e) {
       slice_rmw(base, row_bytes, lo, hi, b, e, key, isa, prefetch_rows);
@@ -122,7 +125,7 @@ double probe_slice(int threads, size_t rows, size_t row_bytes, size_t lo, size_t
   pass(0);
   double best = 1e30;
   for (int p = 0; p < passes; ++p) {
-    for (size_t prefetch_rows : {size_t{0}, ahead}) {
+    for (size_t prefetch_rows : aheads) {
       if (evictor != nullptr) evictor->evict();
       best = std::min(best, pass(prefetch_rows));
     }

@@ -169,8 +169,13 @@ constexpr int64_t kHeadGroup = 4;
 // prefetchers leave them alone). Measured with `txops bench --cold` on the bf16 / fp16 slices of DeepSeek-V3's
 // partial ops (README, session 29): 8 rows ahead 10.2-10.8 GB/s, 16 or 32 rows 11.2-11.8, none 5-6.
 constexpr int64_t kPrefetchAheadBytes = 2048;
-HWY_INLINE int64_t PrefetchRowsAhead(int64_t row_bytes) {
-  return row_bytes > 0 ? std::max(kPrefetchRows, kPrefetchAheadBytes / row_bytes) : kPrefetchRows;
+// Rows with gaps (a slice of each row, prefetched into L2 by PrefetchRowAhead) go 8 KiB of their bytes ahead: on a
+// Zen 4 the DeepSeek-V3 partial cases (slice of 128 / 256 bytes) ran 10-20 % faster than at 2 KiB; 16 KiB was as
+// fast as 8, and contiguous rows were slower at 4 or 8 KiB than at 2 (README, session 32).
+constexpr int64_t kGapPrefetchAheadBytes = 8192;
+HWY_INLINE int64_t PrefetchRowsAhead(bool gaps, int64_t row_bytes) {
+  const int64_t ahead_bytes = gaps ? kGapPrefetchAheadBytes : kPrefetchAheadBytes;
+  return row_bytes > 0 ? std::max(kPrefetchRows, ahead_bytes / row_bytes) : kPrefetchRows;
 }
 // The prefetch of one row ahead: into L2 where the rows have gaps between them (a partial op's slice, row_bytes
 // short of the row stride; the hardware stream prefetcher does not follow those), else into L1. For the slices L2 ran
@@ -191,8 +196,8 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
   int64_t i2 = begin % e2, i1 = (begin / e2) % e1, i0 = begin / e2 / e1;
   const int64_t(*sd)[4] = st.stride;
   const int64_t din = sd[2][kIn], dout = sd[2][kOut], dcos = sd[2][kCos], dsin = sd[2][kSin];
-  const int64_t ahead_rows = PrefetchRowsAhead(row_bytes);
   const bool gaps = din * static_cast<int64_t>(sizeof(TX)) > row_bytes;
+  const int64_t ahead_rows = PrefetchRowsAhead(gaps, row_bytes);
   // Rows of kHeadGroup consecutive indices of outer dim 1 that share their cos / sin rows (stride 0 there, e.g. the
   // heads of (B, N, S, D)) while the innermost dim walks them (S) run side by side, row r of each before row r + 1:
   // each cos / sin row is read from memory once per group instead of once per head, and is in L1 for the group's
