@@ -168,22 +168,25 @@ HWY_INLINE void LoadBF16Pairs(DF df, const hwy::bfloat16_t* HWY_RESTRICT p, hn::
   *odd = hn::BitCast(df, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
 }
 
+// Lane j: the high half of even_j in the low half, the high half of odd_j in the high half, taken word by word (one
+// vpblendw on AVX2: one operation where a mask and an or took two).
+template <class DU>
+HWY_INLINE hn::Vec<DU> MergeHighHalves(DU du, hn::Vec<DU> even, hn::Vec<DU> odd) {
+  const hn::Repartition<uint16_t, DU> dw;
+  return hn::BitCast(du, hn::OddEven(hn::BitCast(dw, odd), hn::BitCast(dw, hn::ShiftRight<16>(even))));
+}
+
 // even / odd rounded and merged: lane j holds bf16(even_j) | bf16(odd_j) << 16.
 template <class DF>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> MergeBF16Pairs(DF df, hn::Vec<DF> even, hn::Vec<DF> odd) {
-  const hn::RebindToUnsigned<DF> du;
-  return hn::Or(hn::ShiftRight<16>(RoundToBF16High(df, even)), hn::And(RoundToBF16High(df, odd), hn::Set(du, 0xFFFF0000u)));
+  return MergeHighHalves(hn::RebindToUnsigned<DF>(), RoundToBF16High(df, even), RoundToBF16High(df, odd));
 }
 
 // MergeBF16Pairs for values whose NaNs are those RoundToBF16HighOfBF16Operands allows: the same bits, no NaN test.
 template <class DF>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> MergeBF16PairsOfBF16Operands(DF df, hn::Vec<DF> even, hn::Vec<DF> odd) {
-  // The odd value's high half and the even value's high half moved down, taken word by word (one vpblendw on
-  // AVX2: one operation where a mask and an or took two).
-  const hn::Repartition<uint16_t, DF> dw;
-  const hn::RebindToUnsigned<DF> du;
-  return hn::BitCast(du, hn::OddEven(hn::BitCast(dw, RoundToBF16HighOfBF16Operands(df, odd)),
-                                     hn::BitCast(dw, hn::ShiftRight<16>(RoundToBF16HighOfBF16Operands(df, even)))));
+  return MergeHighHalves(hn::RebindToUnsigned<DF>(), RoundToBF16HighOfBF16Operands(df, even),
+                         RoundToBF16HighOfBF16Operands(df, odd));
 }
 
 template <class DF>
