@@ -173,7 +173,7 @@ double fma_loop(long iterations, ProbeIsa isa, float* sink) {
 // Bytes [lo, hi) of rows [row_begin, row_end) (row_bytes apart) loaded and stored back in place, xor `key` (a
 // run-time zero: the pass cannot be optimised away and changes nothing). ahead > 0: each row's slice is first
 // prefetched into L2 `ahead` rows further on, as the RoPE row loops do for such slices (the hardware prefetchers do
-// not follow the gaps); the probe takes the faster of the two ways (probes.cpp).
+// not follow the gaps); probe_slice (probes.cpp) runs several distances and takes the fastest.
 static inline void prefetch_slice_l2(const char* p, size_t lo, size_t hi) {
   txops::PrefetchBytesL2(p + lo, static_cast<int64_t>(hi - lo));  // the row loops' own helper
 }
