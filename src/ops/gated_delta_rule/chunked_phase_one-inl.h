@@ -241,7 +241,7 @@ inline void GramsBf16(int64_t n, int64_t dkp, bool amx, const GdrPackScratch& s,
   for (int64_t q = 0; q < pairs; ++q)
     for (int64_t j = 0; j < C; j += N) {
       const auto even = hn::LoadU(du, kt + 2 * q * C + j), odd = hn::LoadU(du, kt + (2 * q + 1) * C + j);
-      hn::StoreU(hn::Or(hn::ShiftRight<16>(even), hn::And(odd, hn::Set(du, 0xFFFF0000u))), du, kt_pairs + q * C + j);
+      hn::StoreU(MergeHighHalves(du, even, odd), du, kt_pairs + q * C + j);
     }
 #if TXOPS_GDR_AMX
   if (amx) return gdr_amx::GramsOnTiles(2 * n, dkp, s.kq16, s.kt16, gram);
