@@ -6,6 +6,8 @@
 // gradSin included) for 1..4 threads, each count checked to be a partition over that many threads.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "support/rope_cases.h"
 
 namespace txops {
@@ -107,6 +109,24 @@ TEST_P(ApplyRotaryPosEmbOnIsa, StridedViews) {
         c.q_style = q_style, c.cs_style = other, c.out_style = other, c.backward = backward;
         c.layout = backward ? Layout::kSBND : Layout::kBNSD, c.mode = RotaryMode::kHalf;
         c.q_dtype = DType::kF16, c.cs_dtype = DType::kF32, c.D = 36, c.B = 2, c.S = 3, c.Nq = 3, c.Nk = 1;
+        if (!budget.check(run_case(c), c.describe())) return;
+      }
+    }
+  }
+}
+
+// Outputs of more than 4 MiB take streaming stores (plan.cpp, kStreamingBytes). The fused grads fix the store kind
+// per side: every row aligned (a contiguous view: streaming, gradCos / gradSin too) or not (an offset view: ordinary
+// stores throughout); both against the reference, in the modes with register rows at D = 128.
+TEST_P(ApplyRotaryPosEmbOnIsa, LargeGradsWithAlignedAndUnalignedOutputs) {
+  FailureBudget budget;
+  for (auto [q_dtype, cs_dtype] : {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kBF16, DType::kBF16},
+                                   std::pair{DType::kF16, DType::kF16}, std::pair{DType::kBF16, DType::kF32}}) {
+    for (ViewStyle out_style : {ViewStyle::kContiguous, ViewStyle::kOffset}) {
+      for (RotaryMode mode : {RotaryMode::kHalf, RotaryMode::kInterleave}) {
+        ApplyRotaryCase c;
+        c.backward = true, c.q_dtype = q_dtype, c.cs_dtype = cs_dtype, c.out_style = out_style, c.mode = mode;
+        c.B = 1, c.S = q_dtype == DType::kF32 ? 264 : 528, c.Nq = 32, c.Nk = 8, c.D = 128;  // q grad > 4 MiB
         if (!budget.check(run_case(c), c.describe())) return;
       }
     }

@@ -217,6 +217,21 @@ TEST_P(RotaryPositionEmbeddingOnIsa, RotateMatrix) {
   }
 }
 
+// dx of more than 4 MiB: streaming stores where every row is aligned (a contiguous view), ordinary ones where it is
+// not (an offset view), dcos / dsin included; against the reference.
+TEST_P(RotaryPositionEmbeddingOnIsa, LargeGradWithAlignedAndUnalignedOutputs) {
+  FailureBudget budget;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (ViewStyle out_style : {ViewStyle::kContiguous, ViewStyle::kOffset}) {
+      RotaryEmbeddingCase c;
+      c.backward = true, c.with_x = true, c.x_dtype = dtype, c.cs_dtype = dtype, c.out_style = out_style;
+      c.x_shape = {1, dtype == DType::kF32 ? int64_t{264} : int64_t{528}, 32, 128};
+      c.cos_shape = {1, c.x_shape[1], 1, 128};
+      if (!budget.check(run_case(c), c.describe())) return;
+    }
+  }
+}
+
 TEST_P(RotaryPositionEmbeddingOnIsa, BitIdenticalOneToFourThreads) {
   FailureBudget budget;
   for (RotaryMode mode : all_rotary_modes()) {

@@ -71,16 +71,21 @@ GuardedTensor::GuardedTensor(std::mt19937* rng, DType dtype, const std::vector<i
   for (int a = 0; a < nd; ++a)
     if (shape[a] > 0) span += (shape[a] - 1) * strides[a];
   const size_t esize = dtype_size(dtype);
-  storage_.resize(2 * guard_bytes_ + static_cast<size_t>(span) * esize);
+  // The front guard is 64 to 127 bytes, so that the view's first element lies on a 64-byte boundary plus the
+  // style's offset: contiguous views are aligned for the kernels' streaming stores and offset ones are not,
+  // whatever malloc returned.
+  storage_.resize(2 * guard_bytes_ + 63 + static_cast<size_t>(span) * esize);
+  const uintptr_t after_guard = reinterpret_cast<uintptr_t>(storage_.data() + guard_bytes_);
+  front_guard_bytes_ = guard_bytes_ + (64 - after_guard % 64) % 64;
   uint64_t state = (static_cast<uint64_t>((*rng)()) << 32) | (*rng)();
   for (size_t i = 0; i < storage_.size(); i += 8) {
     const uint64_t bits = next_random(&state);
     std::memcpy(&storage_[i], &bits, std::min<size_t>(8, storage_.size() - i));
   }
-  guard_pattern_.assign(storage_.begin(), storage_.begin() + guard_bytes_);
+  guard_pattern_.assign(storage_.begin(), storage_.begin() + front_guard_bytes_);
   guard_pattern_.insert(guard_pattern_.end(), storage_.end() - guard_bytes_, storage_.end());
 
-  uint8_t* base = storage_.data() + guard_bytes_ + static_cast<size_t>(offset) * esize;
+  uint8_t* base = storage_.data() + front_guard_bytes_ + static_cast<size_t>(offset) * esize;
   view_ = TensorView::make(base, dtype, nd, shape.data(), strides.data());
   for_each_index(shape, [&](const int64_t* idx) {
     const double unit = static_cast<double>(next_random(&state) >> 11) * 0x1p-53;  // [0, 1)
@@ -89,8 +94,8 @@ GuardedTensor::GuardedTensor(std::mt19937* rng, DType dtype, const std::vector<i
 }
 
 bool GuardedTensor::guards_intact() const {
-  return std::memcmp(storage_.data(), guard_pattern_.data(), guard_bytes_) == 0 &&
-         std::memcmp(storage_.data() + storage_.size() - guard_bytes_, guard_pattern_.data() + guard_bytes_,
+  return std::memcmp(storage_.data(), guard_pattern_.data(), front_guard_bytes_) == 0 &&
+         std::memcmp(storage_.data() + storage_.size() - guard_bytes_, guard_pattern_.data() + front_guard_bytes_,
                      guard_bytes_) == 0;
 }
 

@@ -18,7 +18,7 @@ namespace testing {
 
 // How a tensor's view sits in its storage.
 enum class ViewStyle {
-  kContiguous,  // row-major, no offset
+  kContiguous,  // row-major, no offset: the first element on a 64-byte boundary
   kOffset,      // row-major, starting 3 elements into the storage
   kPadded,      // offset, every row (last axis) padded by 5 elements, outer axes padded too
   kLastStride2, // offset, last-axis stride 2 (non-unit), rows padded
@@ -26,7 +26,8 @@ enum class ViewStyle {
 const char* view_style_name(ViewStyle style);
 std::vector<ViewStyle> all_view_styles();
 
-// Storage with random "canary" bytes everywhere, 64 guard bytes on each side, and a view with random values
+// Storage with random "canary" bytes everywhere, 64 guard bytes after it and 64 to 127 before (the view's first
+// element on a 64-byte boundary plus its style's offset), and a view with random values
 // in [lo, hi] (rounded to the dtype) at its logical elements. `broadcast_axes[a]` true gives axis a stride 0
 // (the view still has the full logical size along it; its elements alias).
 class GuardedTensor {
@@ -52,7 +53,8 @@ class GuardedTensor {
 
  private:
   std::vector<uint8_t> storage_;
-  size_t guard_bytes_ = 64;
+  size_t guard_bytes_ = 64;        // after the span
+  size_t front_guard_bytes_ = 64;  // before it: guard_bytes_ plus what aligns the view
   std::vector<uint8_t> guard_pattern_;
   TensorView view_;
 };

@@ -111,7 +111,7 @@ HWY_INLINE void NeoxRow(bool stream, const TX* in, TX* out, const float* c, cons
   for (; j + N <= h; j += N) {
     const VF x1 = LoadF32(df, in + j), x2 = LoadF32(df, in + h + j);
     const VF cv = hn::Load(df, c + j), sv = hn::Load(df, s + j);
-    Put(df, hn::MulAdd(x1, cv, hn::Neg(hn::Mul(x2, sv))), out + j, stream);
+    Put(df, hn::MulSub(x1, cv, hn::Mul(x2, sv)), out + j, stream);
     Put(df, hn::MulAdd(x2, cv, hn::Mul(x1, sv)), out + h + j, stream);
   }
   NeoxTail(in, out, c, s, h, j);
@@ -129,7 +129,7 @@ HWY_INLINE void NeoxPairRow(bool stream, const BF* in, BF* out, const float* c, 
     LoadPairs(in + h + j, &x2[0], &x2[1]);
     for (int p = 0; p < 2; ++p) {
       const VF cv = hn::Load(df, c + j + p * N), sv = hn::Load(df, s + j + p * N);
-      y1[p] = hn::MulAdd(x1[p], cv, hn::Neg(hn::Mul(x2[p], sv)));
+      y1[p] = hn::MulSub(x1[p], cv, hn::Mul(x2[p], sv));
       y2[p] = hn::MulAdd(x2[p], cv, hn::Mul(x1[p], sv));
     }
     StoreRow<TC>(y1[0], y1[1], out + j, stream);
@@ -176,7 +176,7 @@ HWY_INLINE void GptjPairRow(bool stream, const BF* in, BF* out, const float* c, 
     VF xe, xo;
     LoadPairs(in + i, &xe, &xo);
     const VF cv = hn::Load(df, c + i / 2), sv = hn::Load(df, s + i / 2);
-    StoreRow<TC>(hn::MulAdd(xe, cv, hn::Neg(hn::Mul(xo, sv))), hn::MulAdd(xo, cv, hn::Mul(xe, sv)), out + i, stream);
+    StoreRow<TC>(hn::MulSub(xe, cv, hn::Mul(xo, sv)), hn::MulAdd(xo, cv, hn::Mul(xe, sv)), out + i, stream);
   }
   GptjTail(in, out, c, s, width, i);
 }

@@ -121,8 +121,8 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
     if (job.cs_step[2] == 1 && job.cs_step[3] == 1) {
       const DF df;
       for (; j + static_cast<int64_t>(hn::Lanes(df)) <= width; j += hn::Lanes(df)) {
-        StoreF32(df, hn::Add(hn::Load(df, acc_c[0] + j), hn::Load(df, acc_c[1] + j)), dc + j);
-        StoreF32(df, hn::Add(hn::Load(df, acc_s[0] + j), hn::Load(df, acc_s[1] + j)), ds + j);
+        Put(df, hn::Add(hn::Load(df, acc_c[0] + j), hn::Load(df, acc_c[1] + j)), dc + j, cfg.stream_out);
+        Put(df, hn::Add(hn::Load(df, acc_s[0] + j), hn::Load(df, acc_s[1] + j)), ds + j, cfg.stream_out);
       }
     }
 #endif

@@ -72,10 +72,10 @@ HWY_INLINE void HalfStep(VF d1, VF d2, VF x1, VF x2, VF c1, VF c2, VF s1, VF s2,
                          VF& y1, VF& y2) {
   ac1 = hn::MulAdd(d1, x1, ac1);
   ac2 = hn::MulAdd(d2, x2, ac2);
-  as1 = hn::MulAdd(d1, hn::Neg(x2), as1);
+  as1 = hn::NegMulAdd(d1, x2, as1);  // as1 - d1·x2 in one rounding: fma(d1, -x2, as1)
   as2 = hn::MulAdd(d2, x1, as2);
   y1 = hn::MulAdd(d1, c1, hn::Mul(d2, s2));
-  y2 = hn::MulAdd(d2, c2, hn::Neg(hn::Mul(d1, s1)));
+  y2 = hn::MulSub(d2, c2, hn::Mul(d1, s1));  // fma(d2, c2, -(d1·s1))
 }
 
 // Interleave rule on one vector of channel pairs.
@@ -327,8 +327,8 @@ HWY_INLINE void Unroll(const F& f) {
 }
 
 // Half rule on the block of 2·kJ vectors starting at vector kB (quarter: two such blocks).
-template <int kJ, int kB, int kV, class TX, class TC>
-HWY_INLINE void RegisterHalfBlock(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+template <int kJ, int kB, int kV, class TX, class TC, class S>
+HWY_INLINE void RegisterHalfBlock(S stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
                                   RowAccumulators<kV>& a) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), h = kJ * lanes;
@@ -347,8 +347,8 @@ HWY_INLINE void RegisterHalfBlock(bool stream, const TX* in, TX* out, const TX* 
 // bf16 pairs: block b of 2 vectors holds the even channels in vector 2b, the odd ones in 2b + 1 (split layout).
 // cos / sin come widened once per group in split layout (SplitBlocks: the same values, so the same bits, and no
 // widening per member row).
-template <int kJ, int kB, int kV>
-HWY_INLINE void RegisterHalfBlockPairs(bool stream, const BF* in, BF* out, const BF* x, const float* c,
+template <int kJ, int kB, int kV, class S>
+HWY_INLINE void RegisterHalfBlockPairs(S stream, const BF* in, BF* out, const BF* x, const float* c,
                                        const float* s, RowAccumulators<kV>& a) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF())), h = kJ * lanes;
   Unroll<kJ / 2>([&](auto b_) {
@@ -366,8 +366,8 @@ HWY_INLINE void RegisterHalfBlockPairs(bool stream, const BF* in, BF* out, const
   });
 }
 
-template <int kV, class TX, class TC>
-HWY_INLINE void RegisterInterleaveRow(bool stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
+template <int kV, class TX, class TC, class S>
+HWY_INLINE void RegisterInterleaveRow(S stream, const TX* in, TX* out, const TX* x, const TC* c, const TC* s,
                                       RowAccumulators<kV>& a) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -387,8 +387,8 @@ HWY_INLINE void LoadCosSinPairs(const float* split, VF* even, VF* odd) {
   *odd = hn::LoadU(df, split + hn::Lanes(df));
 }
 
-template <int kV>
-HWY_INLINE void RegisterInterleaveRowPairs(bool stream, const BF* in, BF* out, const BF* x, const float* c,
+template <int kV, class S>
+HWY_INLINE void RegisterInterleaveRowPairs(S stream, const BF* in, BF* out, const BF* x, const float* c,
                                            const float* s, RowAccumulators<kV>& a) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   Unroll<kV / 2>([&](auto b_) {
@@ -404,11 +404,25 @@ HWY_INLINE void RegisterInterleaveRowPairs(bool stream, const BF* in, BF* out, c
   });
 }
 
+// Whether every output row of the side starts on a multiple of 64 bytes (then every vector store in it is aligned:
+// the rows' vector offsets are multiples of the stored vector's bytes).
+template <class TX>
+HWY_INLINE bool SideRowsAligned(const GradSide& side, const TX* out) {
+  if (reinterpret_cast<uintptr_t>(out) % 64 != 0) return false;
+  for (int d = 0; d < 3; ++d) {
+    if (side.member_extent[d] > 1 && (side.member_stride[d][1] * static_cast<int64_t>(sizeof(TX))) % 64 != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // All member rows of one side of a group, then the accumulators to acc_c / acc_s (width floats each). kSplit: bf16
 // rows with cos / sin given as fp32 rows in split layout (TX = BF, TC = float; see RegisterHalfBlockPairs).
-template <RotaryMode kMode, int kV, class TX, class TC, bool kSplit = false>
-void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, const TX* x, const TC* c,
-                     const TC* s, float* acc_c, float* acc_s) {
+// S: the store policy (kernels_rows-inl.h, StreamHere), fixed for the side.
+template <RotaryMode kMode, int kV, class TX, class TC, bool kSplit, class S>
+HWY_INLINE void SideRowsInRegisters(S stream, const GradSide& side, const TX* in, TX* out, const TX* x, const TC* c,
+                                    const TC* s, float* acc_c, float* acc_s) {
   static_assert(!kSplit || (std::is_same<TX, BF>::value && std::is_same<TC, float>::value), "split: bf16 rows");
   const DF df;
   RowAccumulators<kV> a;
@@ -449,6 +463,17 @@ void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, c
     hn::StoreU(a.c[v], df, acc_c + v * lanes);
     hn::StoreU(a.s[v], df, acc_s + v * lanes);
   });
+}
+
+// The side with streaming stores where asked and every row is aligned for them, else with ordinary stores.
+template <RotaryMode kMode, int kV, class TX, class TC, bool kSplit = false>
+void SideInRegisters(bool stream, const GradSide& side, const TX* in, TX* out, const TX* x, const TC* c,
+                     const TC* s, float* acc_c, float* acc_s) {
+  if (stream && SideRowsAligned(side, out)) {
+    SideRowsInRegisters<kMode, kV, TX, TC, kSplit>(std::true_type(), side, in, out, x, c, s, acc_c, acc_s);
+  } else {
+    SideRowsInRegisters<kMode, kV, TX, TC, kSplit>(std::false_type(), side, in, out, x, c, s, acc_c, acc_s);
+  }
 }
 
 template <class TX, class TC>

@@ -50,9 +50,9 @@ HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, co
     VF y1, y2;
     if (bwd) {
       y1 = hn::MulAdd(x1, c1, hn::Mul(x2, s2));
-      y2 = hn::MulAdd(x2, c2, hn::Neg(hn::Mul(x1, s1)));
+      y2 = hn::MulSub(x2, c2, hn::Mul(x1, s1));
     } else {
-      y1 = hn::MulAdd(x1, c1, hn::Neg(hn::Mul(x2, s1)));
+      y1 = hn::MulSub(x1, c1, hn::Mul(x2, s1));
       y2 = hn::MulAdd(x2, c2, hn::Mul(x1, s2));
     }
     Put(df, y1, out + j, stream);
@@ -110,9 +110,9 @@ template <bool bwd>
 HWY_INLINE void InterleaveHalfBlock(VF a, VF b, VF c1, VF c2, VF s1, VF s2, VF* y0, VF* y1) {
   if (bwd) {
     *y0 = hn::MulAdd(a, c1, hn::Mul(b, s2));
-    *y1 = hn::MulAdd(b, c2, hn::Neg(hn::Mul(a, s1)));
+    *y1 = hn::MulSub(b, c2, hn::Mul(a, s1));
   } else {
-    *y0 = hn::MulAdd(a, c1, hn::Neg(hn::Mul(b, s1)));
+    *y0 = hn::MulSub(a, c1, hn::Mul(b, s1));
     *y1 = hn::MulAdd(b, c2, hn::Mul(a, s2));
   }
 }
@@ -179,9 +179,9 @@ HWY_INLINE void HalfBlockRow(bool stream, const BF* in, BF* out, const BF* c, co
     for (int p = 0; p < 2; ++p) {
       if (bwd) {
         y1[p] = hn::MulAdd(x1[p], c1[p], hn::Mul(x2[p], s2[p]));
-        y2[p] = hn::MulAdd(x2[p], c2[p], hn::Neg(hn::Mul(x1[p], s1[p])));
+        y2[p] = hn::MulSub(x2[p], c2[p], hn::Mul(x1[p], s1[p]));
       } else {
-        y1[p] = hn::MulAdd(x1[p], c1[p], hn::Neg(hn::Mul(x2[p], s1[p])));
+        y1[p] = hn::MulSub(x1[p], c1[p], hn::Mul(x2[p], s1[p]));
         y2[p] = hn::MulAdd(x2[p], c2[p], hn::Mul(x1[p], s2[p]));
       }
     }
@@ -229,10 +229,10 @@ HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, c
     LoadPairs(c + i, &ce, &co);
     LoadPairs(s + i, &se, &so);
     if (bwd) {
-      StorePairsOfBF16Operands(hn::MulAdd(xe, ce, hn::Mul(xo, so)), hn::MulAdd(xo, co, hn::Neg(hn::Mul(xe, se))),
+      StorePairsOfBF16Operands(hn::MulAdd(xe, ce, hn::Mul(xo, so)), hn::MulSub(xo, co, hn::Mul(xe, se)),
                                out + i, stream);
     } else {
-      StorePairsOfBF16Operands(hn::MulAdd(xe, ce, hn::Neg(hn::Mul(xo, se))), hn::MulAdd(xo, co, hn::Mul(xe, so)),
+      StorePairsOfBF16Operands(hn::MulSub(xe, ce, hn::Mul(xo, se)), hn::MulAdd(xo, co, hn::Mul(xe, so)),
                                out + i, stream);
     }
   }

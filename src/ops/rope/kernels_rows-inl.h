@@ -267,9 +267,20 @@ HWY_INLINE void ForEachRow(const RowStream& st, int64_t width, int64_t begin, in
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-template <class TX>
-HWY_INLINE void Put(DF df, VF v, TX* p, bool stream) {
-  if (stream && (reinterpret_cast<uintptr_t>(p) % (hn::Lanes(df) * sizeof(TX))) == 0) {
+// Whether a store streams. The `stream` argument of the stores below is either a bool (stream where the address is
+// aligned to the stored vector: a test per store) or a store policy fixed for a whole side or row range,
+// std::true_type (every store streams: the caller checked that each address is aligned) or std::false_type
+// (ordinary stores). The fixed policies take the test and its branch out of the vector loops, where the extra
+// paths made GCC keep copies of the register accumulators in memory (README "Session 33").
+HWY_INLINE bool StreamHere(bool stream, const void* p, size_t bytes) {
+  return stream && reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+HWY_INLINE constexpr bool StreamHere(std::true_type, const void*, size_t) { return true; }
+HWY_INLINE constexpr bool StreamHere(std::false_type, const void*, size_t) { return false; }
+
+template <class TX, class S>
+HWY_INLINE void Put(DF df, VF v, TX* p, S stream) {
+  if (StreamHere(stream, p, hn::Lanes(df) * sizeof(TX))) {
     StreamF32(df, v, p);
   } else {
     StoreF32(df, v, p);
@@ -298,11 +309,12 @@ HWY_INLINE __m256i CvtBF16(VF v) {
 #define TXOPS_ROPE_BF16CVT 0
 #endif
 
-HWY_INLINE void Put(DF df, VF v, hwy::bfloat16_t* p, bool stream) {
+template <class S>
+HWY_INLINE void Put(DF df, VF v, hwy::bfloat16_t* p, S stream) {
 #if TXOPS_ROPE_BF16CVT
   if (kBf16Cvt && !AnyDenormal(v)) {
     const __m256i r = CvtBF16(v);
-    if (stream && (reinterpret_cast<uintptr_t>(p) % 32) == 0) {
+    if (StreamHere(stream, p, 32)) {
       _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
     } else {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
@@ -310,7 +322,7 @@ HWY_INLINE void Put(DF df, VF v, hwy::bfloat16_t* p, bool stream) {
     return;
   }
 #endif
-  if (stream && (reinterpret_cast<uintptr_t>(p) % (hn::Lanes(df) * sizeof(hwy::bfloat16_t))) == 0) {
+  if (StreamHere(stream, p, hn::Lanes(df) * sizeof(hwy::bfloat16_t))) {
     StreamF32(df, v, p);
   } else {
     StoreF32(df, v, p);
@@ -328,11 +340,11 @@ using VU = hn::Vec<DU>;
 HWY_INLINE void LoadPairs(const BF* p, VF* even, VF* odd) { txops::HWY_NAMESPACE::LoadBF16Pairs(DF(), p, even, odd); }
 
 // A vector of rounded bf16 bits (u16 lanes, or u32 lanes holding two) to p: streaming when asked and aligned.
-template <class D>
-HWY_INLINE void StoreBF16Bits(D d, hn::Vec<D> bits, BF* p, bool stream) {
+template <class D, class S>
+HWY_INLINE void StoreBF16Bits(D d, hn::Vec<D> bits, BF* p, S stream) {
   using T = hn::TFromD<D>;
   T* q = reinterpret_cast<T*>(p);
-  if (stream && (reinterpret_cast<uintptr_t>(q) % (hn::Lanes(d) * sizeof(T))) == 0) {
+  if (StreamHere(stream, q, hn::Lanes(d) * sizeof(T))) {
     hn::Stream(bits, d, q);
   } else {
     hn::StoreU(bits, d, q);
@@ -340,9 +352,11 @@ HWY_INLINE void StoreBF16Bits(D d, hn::Vec<D> bits, BF* p, bool stream) {
 }
 
 // Merged pairs (lane j = bf16 of channel 2j | bf16 of channel 2j + 1 << 16) to p.
-HWY_INLINE void StoreMerged(VU merged, BF* p, bool stream) { StoreBF16Bits(DU(), merged, p, stream); }
+template <class S>
+HWY_INLINE void StoreMerged(VU merged, BF* p, S stream) { StoreBF16Bits(DU(), merged, p, stream); }
 
-HWY_INLINE void StorePairs(VF even, VF odd, BF* p, bool stream) {
+template <class S>
+HWY_INLINE void StorePairs(VF even, VF odd, BF* p, S stream) {
   VU merged;
 #if TXOPS_ROPE_BF16CVT
   if (kBf16Cvt && !AnyDenormal(even, odd)) {
@@ -368,12 +382,14 @@ HWY_INLINE bool Bf16Convert() {
 #endif
 }
 
-HWY_INLINE void PutOfBF16Operands(DF df, VF v, BF* p, bool stream) {
+template <class S>
+HWY_INLINE void PutOfBF16Operands(DF df, VF v, BF* p, S stream) {
   if (Bf16Convert()) return Put(df, v, p, stream);
   StoreBF16Bits(hn::Rebind<uint16_t, DF>(), txops::HWY_NAMESPACE::RoundToBF16BitsOfBF16Operands(df, v), p, stream);
 }
 
-HWY_INLINE void StorePairsOfBF16Operands(VF even, VF odd, BF* p, bool stream) {
+template <class S>
+HWY_INLINE void StorePairsOfBF16Operands(VF even, VF odd, BF* p, S stream) {
   if (Bf16Convert()) return StorePairs(even, odd, p, stream);
   StoreMerged(txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(DF(), even, odd), p, stream);
 }
