@@ -48,10 +48,12 @@ TEST_P(RotaryPositionEmbeddingOnIsa, SameBitsAsTheScalarRows) {
     for (RotaryMode mode : all_rotary_modes()) {
       for (auto [x_dtype, cs_dtype] : dtype_pairings(false)) {
         for (int64_t d : {8, 18, 64, 66, 128, 130}) {
-          for (bool heads_share_cos : {true, false}) {
+          for (int variant = 0; variant < (backward ? 3 : 2); ++variant) {
+            const bool heads_share_cos = variant != 1;
             if (!width_ok(mode, d)) continue;
             RotaryEmbeddingCase c;
-            c.x_dtype = x_dtype, c.cs_dtype = cs_dtype, c.mode = mode, c.backward = backward, c.with_x = false;
+            c.x_dtype = x_dtype, c.cs_dtype = cs_dtype, c.mode = mode, c.backward = backward;
+            c.with_x = variant == 2;  // the fused grad: dcos / dsin summed over 2 x 3 rows (pairs and an odd one)
             c.x_shape = {2, 5, 3, d};
             c.cos_shape = heads_share_cos ? std::vector<int64_t>{1, 5, 1, d} : std::vector<int64_t>{1, 5, 3, d};
             c.seed = static_cast<uint32_t>(d * 5 + static_cast<int>(mode));

@@ -92,14 +92,29 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
         in_registers_split(cfg.stream_out, side, in, out, x, cs_widened[0], cs_widened[1], ac, as);
       } else if (job.simd_rows) {
         const int64_t row_bytes = width * static_cast<int64_t>(sizeof(TX));
-        ForEachMember(side, in, out, x, row_bytes,
-                      [&](const TX* row_in, TX* row_out, const TX* row_x) __attribute__((always_inline)) {
-                        if constexpr (kBfPairs) {  // cos / sin split and widened above
-                          GradRowContiguous(cfg, row_in, row_out, row_x, c, s, cs_widened[0], cs_widened[1], ac, as);
-                        } else {
-                          GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
-                        }
-                      });
+        const auto one_row = [&](const TX* row_in, TX* row_out, const TX* row_x) __attribute__((always_inline)) {
+          if constexpr (kBfPairs) {  // cos / sin split and widened above
+            GradRowContiguous(cfg, row_in, row_out, row_x, c, s, cs_widened[0], cs_widened[1], ac, as);
+          } else {
+            GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
+          }
+        };
+        bool one_at_a_time = true;
+        if constexpr (!kBfPairs) {
+          // Member rows two at a time, one pass over the accumulators per pair, where the outputs stay in the cache
+          // (with streaming stores, the four output lines open at once cost more than the pairs gain: README,
+          // session 33).
+          if (!cfg.stream_out) {
+            one_at_a_time = false;
+            ForEachMemberPair(
+                side, in, out, x, row_bytes,
+                [&](const TX* in_a, TX* out_a, const TX* x_a, const TX* in_b, TX* out_b, const TX* x_b) {
+                  GradRowContiguousPair(cfg, in_a, out_a, x_a, in_b, out_b, x_b, c, s, ac, as);
+                },
+                one_row);
+          }
+        }
+        if (one_at_a_time) ForEachMember(side, in, out, x, row_bytes, one_row);
       } else
 #endif
       {

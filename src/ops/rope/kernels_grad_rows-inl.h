@@ -61,6 +61,43 @@ HWY_INLINE void ForEachMember(const GradSide& side, const TX* in, TX* out, const
   }
 }
 
+// As ForEachMember, but consecutive members of the innermost extent go two at a time to pair(a..., b...) (a before
+// b in member order); an odd last one goes to row(...).
+template <class TX, class PairFn, class RowFn>
+HWY_INLINE void ForEachMemberPair(const GradSide& side, const TX* in, TX* out, const TX* x, int64_t row_bytes,
+                                  const PairFn& pair, const RowFn& row) {
+  const int64_t(*ms)[3] = side.member_stride;
+  const int64_t ahead_in = kPrefetchRows * ms[2][0], ahead_x = kPrefetchRows * ms[2][2];
+  const auto prefetch = [&](const TX* row_in, const TX* row_x) {
+    const char* pin = reinterpret_cast<const char*>(row_in + ahead_in);
+    const char* px = reinterpret_cast<const char*>(row_x + ahead_x);
+    for (int64_t b = 0; b < row_bytes; b += 64) {
+      PrefetchL2(pin + b);
+      PrefetchL2(px + b);
+    }
+  };
+  for (int64_t i0 = 0; i0 < side.member_extent[0]; ++i0) {
+    for (int64_t i1 = 0; i1 < side.member_extent[1]; ++i1) {
+      const TX* row_in = in + i0 * ms[0][0] + i1 * ms[1][0];
+      TX* row_out = out + i0 * ms[0][1] + i1 * ms[1][1];
+      const TX* row_x = x + i0 * ms[0][2] + i1 * ms[1][2];
+      int64_t i2 = 0;
+      for (; i2 + 2 <= side.member_extent[2]; i2 += 2) {
+        prefetch(row_in, row_x);
+        prefetch(row_in + ms[2][0], row_x + ms[2][2]);
+        pair(row_in, row_out, row_x, row_in + ms[2][0], row_out + ms[2][1], row_x + ms[2][2]);
+        row_in += 2 * ms[2][0];
+        row_out += 2 * ms[2][1];
+        row_x += 2 * ms[2][2];
+      }
+      if (i2 < side.member_extent[2]) {
+        prefetch(row_in, row_x);
+        row(row_in, row_out, row_x);
+      }
+    }
+  }
+}
+
 #if HWY_TARGET != HWY_SCALAR
 // ------------------------------------------------------------------------------------------------
 // One vector step of each rule: the two products into the gradCos / gradSin accumulators and the rotated-back
@@ -270,6 +307,39 @@ HWY_INLINE void SplitBlocks(RotaryMode mode, int64_t width, const BF* row, float
 }
 
 
+// Two member rows a and b per pass of the half rule: on each accumulator vector a's step, then b's (the order of one
+// row after the other, so the same bits) with one load and store of the accumulators instead of two.
+template <class TX, class TC>
+HWY_INLINE void GradHalfBlockRowPair(bool stream, const TX* in_a, TX* out_a, const TX* x_a, const TX* in_b,
+                                     TX* out_b, const TX* x_b, const TC* c, const TC* s, float* acc_c, float* acc_s,
+                                     int64_t h) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t j = 0;
+  for (; j + lanes <= h; j += lanes) {
+    const VF c1 = LoadF32(df, c + j), c2 = LoadF32(df, c + h + j);
+    const VF s1 = LoadF32(df, s + j), s2 = LoadF32(df, s + h + j);
+    VF ac1 = hn::LoadU(df, acc_c + j), ac2 = hn::LoadU(df, acc_c + h + j);
+    VF as1 = hn::LoadU(df, acc_s + j), as2 = hn::LoadU(df, acc_s + h + j);
+    VF y1, y2;
+    HalfStep(LoadF32(df, in_a + j), LoadF32(df, in_a + h + j), LoadF32(df, x_a + j), LoadF32(df, x_a + h + j), c1,
+             c2, s1, s2, ac1, ac2, as1, as2, y1, y2);
+    Put(df, y1, out_a + j, stream);
+    Put(df, y2, out_a + h + j, stream);
+    HalfStep(LoadF32(df, in_b + j), LoadF32(df, in_b + h + j), LoadF32(df, x_b + j), LoadF32(df, x_b + h + j), c1,
+             c2, s1, s2, ac1, ac2, as1, as2, y1, y2);
+    Put(df, y1, out_b + j, stream);
+    Put(df, y2, out_b + h + j, stream);
+    hn::StoreU(ac1, df, acc_c + j);
+    hn::StoreU(ac2, df, acc_c + h + j);
+    hn::StoreU(as1, df, acc_s + j);
+    hn::StoreU(as2, df, acc_s + h + j);
+  }
+  GradHalfBlockRow(stream, in_a, out_a, x_a, c, s, acc_c, acc_s, h, j);  // the tails: a's, then b's
+  GradHalfBlockRow(stream, in_b, out_b, x_b, c, s, acc_c, acc_s, h, j);
+}
+
+
 template <class TX, class TC>
 HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* out, const TX* x, const TC* c,
                                   const TC* s, float* acc_c, float* acc_s) {
@@ -301,6 +371,33 @@ HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const BF* in, BF* o
     }
     case RotaryMode::kInterleave: GradInterleaveRow(stream, in, out, x, c, s, acc_c, acc_s, width, cw, sw); break;
     default: GradHalfBlockRow(stream, in, out, x, c, s, acc_c, acc_s, width / 2, cw, sw); break;
+  }
+}
+
+// Two member rows (a, then b) of the memory form: the half-rule modes in one pass over the accumulators, the
+// interleave rule one row after the other. (Not for bf16 pairs: two rows of them need more registers than AVX2 has,
+// and were slower than one row at a time.)
+template <class TX, class TC>
+HWY_INLINE void GradRowContiguousPair(const RotationConfig& cfg, const TX* in_a, TX* out_a, const TX* x_a,
+                                      const TX* in_b, TX* out_b, const TX* x_b, const TC* c, const TC* s,
+                                      float* acc_c, float* acc_s) {
+  const int64_t width = cfg.width;
+  const bool stream = cfg.stream_out;
+  switch (cfg.mode) {
+    case RotaryMode::kQuarter: {
+      const int64_t h = width / 2;
+      GradHalfBlockRowPair(stream, in_a, out_a, x_a, in_b, out_b, x_b, c, s, acc_c, acc_s, width / 4);
+      GradHalfBlockRowPair(stream, in_a + h, out_a + h, x_a + h, in_b + h, out_b + h, x_b + h, c + h, s + h,
+                           acc_c + h, acc_s + h, width / 4);
+      break;
+    }
+    case RotaryMode::kInterleave:
+      GradRowContiguous(cfg, in_a, out_a, x_a, c, s, acc_c, acc_s);
+      GradRowContiguous(cfg, in_b, out_b, x_b, c, s, acc_c, acc_s);
+      break;
+    default:
+      GradHalfBlockRowPair(stream, in_a, out_a, x_a, in_b, out_b, x_b, c, s, acc_c, acc_s, width / 2);
+      break;
   }
 }
 
