@@ -306,7 +306,6 @@ HWY_INLINE void SplitBlocks(RotaryMode mode, int64_t width, const BF* row, float
   });
 }
 
-
 // Two member rows a and b per pass of the half rule: on each accumulator vector a's step, then b's (the order of one
 // row after the other, so the same bits) with one load and store of the accumulators instead of two.
 template <class TX, class TC>
@@ -338,7 +337,6 @@ HWY_INLINE void GradHalfBlockRowPair(bool stream, const TX* in_a, TX* out_a, con
   GradHalfBlockRow(stream, in_a, out_a, x_a, c, s, acc_c, acc_s, h, j);  // the tails: a's, then b's
   GradHalfBlockRow(stream, in_b, out_b, x_b, c, s, acc_c, acc_s, h, j);
 }
-
 
 template <class TX, class TC>
 HWY_INLINE void GradRowContiguous(const RotationConfig& cfg, const TX* in, TX* out, const TX* x, const TC* c,
