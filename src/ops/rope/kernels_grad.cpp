@@ -99,13 +99,11 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
             GradRowContiguous(cfg, row_in, row_out, row_x, c, s, ac, as);
           }
         };
-        bool one_at_a_time = true;
-        if constexpr (!kBfPairs) {
-          // Member rows two at a time, one pass over the accumulators per pair, where the outputs stay in the cache
-          // (with streaming stores, the four output lines open at once cost more than the pairs gain: README,
-          // session 33).
-          if (!cfg.stream_out) {
-            one_at_a_time = false;
+        // Member rows two at a time, one pass over the accumulators per pair, where the outputs stay in the cache
+        // (with streaming stores, the four output lines open at once cost more than the pairs gain: README,
+        // session 33). bf16 pair vectors keep one row at a time.
+        if (!kBfPairs && !cfg.stream_out) {
+          if constexpr (!kBfPairs) {
             ForEachMemberPair(
                 side, in, out, x, row_bytes,
                 [&](const TX* in_a, TX* out_a, const TX* x_a, const TX* in_b, TX* out_b, const TX* x_b) {
@@ -113,8 +111,9 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
                 },
                 one_row);
           }
+        } else {
+          ForEachMember(side, in, out, x, row_bytes, one_row);
         }
-        if (one_at_a_time) ForEachMember(side, in, out, x, row_bytes, one_row);
       } else
 #endif
       {

@@ -32,6 +32,18 @@ namespace rope {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// The in and x rows `ahead_*` elements past these into L2, row_bytes of each (none when 0; core/prefetch.h).
+template <class TX>
+HWY_INLINE void PrefetchMemberAhead(const TX* row_in, const TX* row_x, int64_t ahead_in, int64_t ahead_x,
+                                    int64_t row_bytes) {
+  const char* pin = reinterpret_cast<const char*>(row_in + ahead_in);
+  const char* px = reinterpret_cast<const char*>(row_x + ahead_x);
+  for (int64_t b = 0; b < row_bytes; b += 64) {
+    PrefetchL2(pin + b);
+    PrefetchL2(px + b);
+  }
+}
+
 // Calls row(in, out, x) for every member row of one side of a group, in member order. With row_bytes > 0
 // (contiguous rows), it first prefetches the in and x rows kPrefetchRows member strides ahead into L2 (a hint: it never
 // faults; past the group's last member it reaches the next group's rows in the usual layouts).
@@ -46,12 +58,7 @@ HWY_INLINE void ForEachMember(const GradSide& side, const TX* in, TX* out, const
       TX* row_out = out + i0 * ms[0][1] + i1 * ms[1][1];
       const TX* row_x = x + i0 * ms[0][2] + i1 * ms[1][2];
       for (int64_t i2 = 0; i2 < side.member_extent[2]; ++i2) {
-        const char* pin = reinterpret_cast<const char*>(row_in + ahead_in);
-        const char* px = reinterpret_cast<const char*>(row_x + ahead_x);
-        for (int64_t b = 0; b < row_bytes; b += 64) {
-          PrefetchL2(pin + b);  // (core/prefetch.h: into L2)
-          PrefetchL2(px + b);
-        }
+        PrefetchMemberAhead(row_in, row_x, ahead_in, ahead_x, row_bytes);
         row(row_in, row_out, row_x);
         row_in += ms[2][0];
         row_out += ms[2][1];
@@ -69,12 +76,7 @@ HWY_INLINE void ForEachMemberPair(const GradSide& side, const TX* in, TX* out, c
   const int64_t(*ms)[3] = side.member_stride;
   const int64_t ahead_in = kPrefetchRows * ms[2][0], ahead_x = kPrefetchRows * ms[2][2];
   const auto prefetch = [&](const TX* row_in, const TX* row_x) {
-    const char* pin = reinterpret_cast<const char*>(row_in + ahead_in);
-    const char* px = reinterpret_cast<const char*>(row_x + ahead_x);
-    for (int64_t b = 0; b < row_bytes; b += 64) {
-      PrefetchL2(pin + b);
-      PrefetchL2(px + b);
-    }
+    PrefetchMemberAhead(row_in, row_x, ahead_in, ahead_x, row_bytes);
   };
   for (int64_t i0 = 0; i0 < side.member_extent[0]; ++i0) {
     for (int64_t i1 = 0; i1 < side.member_extent[1]; ++i1) {
