@@ -10,8 +10,10 @@
 
 #include <cmath>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -358,6 +360,45 @@ TEST_P(CausalConv1dOnIsa, NaNAndInfinityGiveTheStagedPathsBits) {
       }
     });
     EXPECT_GT(nans, 0);
+  }
+}
+
+// SiLU where e^-v leaves fp32's range: x and the states zero, so every output is SiLU(bias) of its channel, the bias
+// running from -inf through the overflow of e^-v (v < -88.7), the normal range and the underflow (v > 87) to +inf
+// and NaN. Each fp32 output is the fp64 formula v / (1 + e^-v) rounded (NaN for -inf and NaN, -0 for large negative
+// v, v itself for large positive v) within 1e-6 relative, or 1e-36 absolute below fp32's normal range. A clamp of the
+// exponent that keeps 1 + 2^z finite gives -1e36 / 2^126 = -0.012 for v = -1e36 and fails here.
+TEST_P(CausalConv1dOnIsa, SiluAtTheEdgesOfTheExponentRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> biases = {-inf, -3e38f, -1e36f, -1e30f, -1e6f, -200.0f, -103.5f, -89.0f, -88.72f,
+                                     -88.5f, -88.0f, -87.3f, -87.0f, -20.0f, -1.0f, -1e-30f, -0.0f, 0.0f,
+                                     1e-30f, 0.5f, 20.0f, 87.0f, 88.0f, 89.0f, 104.0f, 200.0f, 1e30f, 3e38f,
+                                     inf, std::numeric_limits<float>::quiet_NaN()};
+  for (bool update : {false, true}) {
+    Case c;
+    c.update = update, c.dtype = DType::kF32, c.batch = 2, c.length = update ? 1 : 9;
+    c.dim = static_cast<int64_t>(biases.size()), c.width = 4, c.state_len = 3, c.lines = 2;
+    Tensors t = make_tensors(c);
+    std::fill(t.x.bytes.begin(), t.x.bytes.end(), uint8_t{0});
+    std::fill(t.states.bytes.begin(), t.states.bytes.end(), uint8_t{0});
+    std::memcpy(t.bias.bytes.data(), biases.data(), biases.size() * sizeof(float));
+    const Status st = call(c, views_of(c, t));
+    ASSERT_TRUE(st.ok()) << st.message();
+    const std::vector<double> y = values(t.y.view());
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double v = biases[i % biases.size()], want = static_cast<float>(v / (1.0 + std::exp(-v)));
+      char trace[96];
+      std::snprintf(trace, sizeof trace, "%s v=%g isa=%s", update ? "update" : "fn", v,
+                    txops::isa_name(txops::active_isa()));
+      SCOPED_TRACE(trace);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[i])) << y[i];
+      } else if (std::isinf(want)) {
+        EXPECT_EQ(want, y[i]);
+      } else {
+        EXPECT_LE(std::fabs(y[i] - want), 1e-6 * std::fabs(want) + 1e-36) << y[i] << " against " << want;
+      }
+    }
   }
 }
 
