@@ -36,7 +36,7 @@ constexpr int kMaxLanes = 16;  // fp32 lanes of the widest target (AVX-512)
 
 // SiLU v / (1 + e^-v): 2^z with z = -v log2(e), split z = n + f, 2^f by a degree-5 minimax polynomial (relative
 // error 7.5e-8; ~2e-7 evaluated in fp32) and 2^n by the exponent, then one correctly rounded division. The division
-// runs on the divider, beside the FMA pipes that the taps and the polynomial keep busy: in L2 the prefill took 10 %
+// runs on the divider, beside the FMA pipes that the taps and the polynomial keep busy: in L2 the prefill took 10-12 %
 // less time than with the reciprocal estimate and its Newton step (three operations on those pipes) it replaced
 // (README.md, "Session 34"). Where 2^z overflows, d = 1 + 2^z is +inf and the quotient -0 (finite v) or NaN (v =
 // -inf), as the fp64 formula gives; where it underflows, d = 1 and the result v.
