@@ -103,14 +103,12 @@ void GradGroups(const GradJob& job, int64_t begin, int64_t end) {
         // (with streaming stores, the four output lines open at once cost more than the pairs gain: README,
         // session 33). bf16 pair vectors keep one row at a time.
         if (!kBfPairs && !cfg.stream_out) {
-          if constexpr (!kBfPairs) {
-            ForEachMemberPair(
-                side, in, out, x, row_bytes,
-                [&](const TX* in_a, TX* out_a, const TX* x_a, const TX* in_b, TX* out_b, const TX* x_b) {
-                  GradRowContiguousPair(cfg, in_a, out_a, x_a, in_b, out_b, x_b, c, s, ac, as);
-                },
-                one_row);
-          }
+          ForEachMemberPair(
+              side, in, out, x, row_bytes,
+              [&](const TX* in_a, TX* out_a, const TX* x_a, const TX* in_b, TX* out_b, const TX* x_b) {
+                GradRowContiguousPair(cfg, in_a, out_a, x_a, in_b, out_b, x_b, c, s, ac, as);
+              },
+              one_row);
         } else {
           ForEachMember(side, in, out, x, row_bytes, one_row);
         }
