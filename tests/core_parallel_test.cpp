@@ -1,6 +1,6 @@
 // core_parallel_test.cpp — parallel_for and parallel_parts cover every index exactly once in contiguous balanced
 // ranges, for any thread count, and a thread count above the core count is still planned and run that wide;
-// settings (threads, ISA cap, compat, verbose) can be changed and restored at run time, and the ISA txops starts
+// CoreDistanceProbe gives every thread of a team the same verdict; settings (threads, ISA cap, compat, verbose) can be changed and restored at run time, and the ISA txops starts
 // with is the CPU's best under TXOPS_MAX_ISA (ctest runs the Settings tests under each cap).
 #include <gtest/gtest.h>
 
@@ -65,6 +65,29 @@ TEST(Parallel, MoreThreadsThanCoresArePlannedAndRunThatWide) {
   reset_plan_record();
   parallel_for(want, 1, [&](int64_t, int64_t) {});  // one item: inline, a team of one
   EXPECT_EQ(last_plan_record().widest_team, 1);
+}
+
+// Every thread of a team gets role 0's verdict on the distance between the threads of roles 0 and 1: near under a
+// threshold no round trip exceeds, far under one none meets; in a team of three, role 2 only waits for it.
+TEST(Parallel, CoreDistanceProbeGivesEveryThreadOneVerdict) {
+  for (int threads : {2, 3}) {
+    for (double near_ns : {1e12, 1e-9}) {
+      CoreDistanceProbe probe;
+      std::vector<std::atomic<int>> verdicts(static_cast<size_t>(threads));
+      for (std::atomic<int>& v : verdicts) v = -1;
+      std::atomic<bool> whole{true};
+      parallel_parts(threads, threads, [&](int64_t part, int64_t, int64_t) {
+        if (parallel_team_size() < threads) {  // parts on a shared thread would wait on each other for ever
+          whole = false;
+          return;
+        }
+        verdicts[part] = probe.near(static_cast<int>(part), 16, near_ns) ? 1 : 0;
+      });
+      if (!whole) GTEST_SKIP() << "OpenMP gave a team smaller than " << threads;
+      for (const std::atomic<int>& v : verdicts)
+        EXPECT_EQ(v.load(), near_ns > 1 ? 1 : 0) << threads << " threads, near_ns " << near_ns;
+    }
+  }
 }
 
 TEST(Parallel, BalancedRanges) {

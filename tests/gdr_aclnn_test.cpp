@@ -1,7 +1,7 @@
 // gdr_aclnn_test.cpp — the aclnn two-phase path of both gated-delta-rule ops: aclCreateTensor (including an
 // offset, padded view), GetWorkspaceSize, a workspace of exactly the size asked for, run; results equal the
 // C++ API's bytes and match the fp64 oracle; a workspace one byte short is refused with 161002; the prefill's
-// pipeline mode on three threads (run under ThreadSanitizer).
+// pipeline mode on three threads, forced and the planner's (run under ThreadSanitizer).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -82,6 +82,20 @@ TEST(GdrAclnn, PrefillPipelineModeOnThreeThreads) {
   EXPECT_TRUE(matches_reference("gdr_state", p.final_state.view(), state_ref, "pipeline finalState", nullptr));
   EXPECT_TRUE(p.out.bytes == out_one) << "pipeline mode on 3 threads differs from 1 thread";
   EXPECT_TRUE(p.final_state.bytes == state_one) << "pipeline mode's final state differs from 1 thread";
+  // The planner's own pipeline mode first measures how far apart the cores of units 0 and 1 are (unit 2 waits for
+  // the verdict): near, the hand-over above; far, column mode. The same bits both ways.
+  ScopedEnv planner("TXOPS_GDR_SPLIT", nullptr);
+  for (const char* near_ns : {"1e9", "1e-9"}) {
+    SCOPED_TRACE(std::string("TXOPS_GDR_NEAR_NS=") + near_ns);
+    ScopedEnv near("TXOPS_GDR_NEAR_NS", near_ns);
+    const std::string planned = verbose_log(p);
+    EXPECT_NE(planned.find("mode=pipeline(3 column blocks)"), std::string::npos) << planned;
+    std::fill(p.out.bytes.begin(), p.out.bytes.end(), 0xCD);
+    const AclnnOutcome run = call_aclnn(prefill_args(&p));
+    ASSERT_EQ(run.status, 0) << run.message;
+    EXPECT_TRUE(p.out.bytes == out_one) << "the planner's pipeline mode differs from 1 thread";
+    EXPECT_TRUE(p.final_state.bytes == state_one) << "the planner's pipeline mode: final state differs";
+  }
 }
 
 TEST(GdrAclnn, DecodeTwoPhaseMatchesCppApiAndOracle) {

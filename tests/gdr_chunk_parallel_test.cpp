@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plan_record.h"
 #include "support/gdr_problem.h"
 
 namespace gdrtest {
@@ -118,6 +119,39 @@ TEST(GdrChunkParallel, PipelineModeOnAShortTeamRunsColumnMode) {
   EXPECT_NE(log.find("mode=pipeline(2 column blocks)"), std::string::npos) << log;
   EXPECT_TRUE(problem.out.bytes == out_one) << "out differs from items mode";
   EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs from items mode";
+}
+
+// The planner's pipeline mode measures at every call how far apart the threads of its units are (a cache line's
+// round trip against TXOPS_GDR_NEAR_NS, 150 ns unless set): near, the blocks hand their records over; far, they run
+// in column mode. Both ways give items mode's bits, and the plan record says which ran. fp32 activations: the
+// planner takes pipeline mode on every CPU (column mode on the AMX path, which is bf16 only).
+TEST(GdrChunkParallel, PlannerPipelineModeRunsColumnModeOnFarCores) {
+  ScopedEnv split("TXOPS_GDR_SPLIT", nullptr);
+  PrefillKernelScope kernel("chunked");
+  PrefillConfig c;
+  c.lengths = {9 * kChunk + 3};
+  c.dk = 32, c.dv = 64;
+  c.act = DType::kF32;
+  PrefillProblem problem(c);
+  std::vector<uint8_t> out_one, state_one;
+  {
+    ScopedThreads one(1);
+    ASSERT_TRUE(problem.run().ok());
+    out_one = problem.out.bytes, state_one = problem.final_state.bytes;
+  }
+  ScopedThreads two(2);
+  for (const char* near_ns : {"1e9", "1e-9"}) {
+    SCOPED_TRACE(std::string("TXOPS_GDR_NEAR_NS=") + near_ns);
+    ScopedEnv near("TXOPS_GDR_NEAR_NS", near_ns);
+    std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+    txops::reset_plan_record();
+    const std::string log = verbose_log(problem);
+    EXPECT_NE(log.find("mode=pipeline(2 column blocks)"), std::string::npos) << log;
+    if (txops::last_plan_record().widest_team == 2)  // a whole team of two (it waits on nothing otherwise)
+      EXPECT_EQ(txops::last_plan_record().pipeline_handover, std::string(near_ns) == "1e9" ? 1 : 0);
+    EXPECT_TRUE(problem.out.bytes == out_one) << "out differs from 1 thread";
+    EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs from 1 thread";
+  }
 }
 
 // Few items spread over the threads: one sequence of one head by column blocks (pipeline mode; column mode on

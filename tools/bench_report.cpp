@@ -51,7 +51,8 @@ void print_table_row(FILE* out, const CaseResult& r) {
   if (!r.passed) std::fprintf(out, "    failure: %s\n", r.message.c_str());
 }
 
-void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s) {
+void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s,
+                      double core_round_trip_s) {
   std::fprintf(out,
                "# probes, %d thread(s): copy %.2f GB/s, copy non-temporal %.2f GB/s, triad %.2f GB/s "
                "(arrays of %.0f MiB) -> limit %.2f GB/s",
@@ -61,7 +62,9 @@ void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* c
                  compute->fma_gflops, compute->bf16_dot_gflops);
   if (compute && compute->amx_bf16_gflops > 0)
     std::fprintf(out, ", AMX bf16 %.0f GFLOP/s", compute->amx_bf16_gflops);
-  std::fprintf(out, "; empty parallel region %.2f us\n", parallel_region_s * 1e6);
+  std::fprintf(out, "; empty parallel region %.2f us", parallel_region_s * 1e6);
+  if (core_round_trip_s > 0) std::fprintf(out, "; a cache line's round trip between cores %.0f ns", core_round_trip_s * 1e9);
+  std::fprintf(out, "\n");
 }
 
 namespace {
@@ -148,7 +151,8 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
       << ", \"gbps\": " << number(r.gbps) << ", \"limit_gbps\": " << number(r.limit_gbps)
       << ", \"ratio\": " << number(r.ratio) << ", \"copy_gbps\": " << number(r.copy_gbps)
       << ", \"copy_nt_gbps\": " << number(r.copy_nt_gbps) << ", \"triad_gbps\": " << number(r.triad_gbps)
-      << ", \"parallel_region_s\": " << number(r.parallel_region_s) << ", \"max_err\": " << number(r.max_err)
+      << ", \"parallel_region_s\": " << number(r.parallel_region_s)
+      << ", \"core_round_trip_s\": " << number(r.core_round_trip_s) << ", \"max_err\": " << number(r.max_err)
       << ", \"passed\": " << (r.passed ? "true" : "false") << ", \"isa\": " << quoted(isa_name(active_isa()))
       << ", \"judged_ratio\": " << number(judged_ratio(r)) << ", \"judged_limit\": " << quoted(judged_limit(r));
     if (counts_flops(r.kind))

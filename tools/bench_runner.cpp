@@ -71,6 +71,7 @@ struct Probes {
   std::map<int, BandwidthProbe> bandwidth;
   std::map<int, ComputeProbe> compute;
   std::map<int, double> parallel_region_s;
+  std::map<int, double> core_round_trip_s;
 };
 
 
@@ -260,6 +261,9 @@ int run_bench(const BenchOptions& options) {
       const double region = probe_parallel_region(t, options.quick ? 200 : 2000);
       if (probes.parallel_region_s.count(t) == 0 || region < probes.parallel_region_s[t])
         probes.parallel_region_s[t] = region;
+      const double round_trip = probe_core_round_trip(t, options.quick ? 200 : 2000);
+      if (probes.core_round_trip_s.count(t) == 0 || round_trip < probes.core_round_trip_s[t])
+        probes.core_round_trip_s[t] = round_trip;
       BandwidthProbe bw = probe_bandwidth(t, array_bytes, options.quick ? 2 : 6);
       BandwidthProbe& best = probes.bandwidth[t];
       if (best.threads == 0 || bw.limit_gbps() > best.limit_gbps()) best = bw;
@@ -313,12 +317,13 @@ int run_bench(const BenchOptions& options) {
   // Ratios against the limits, then the table (stdout) and the records.
   for (int t : options.threads)
     print_probe_line(stdout, probes.bandwidth[t], any_gdr ? &probes.compute[t] : nullptr,
-                     probes.parallel_region_s[t]);
+                     probes.parallel_region_s[t], probes.core_round_trip_s[t]);
   print_table_header(stdout);
   int passed = 0, failed = 0;
   for (CaseResult& r : results) {
     apply_limits(probes.bandwidth[r.threads], any_gdr ? &probes.compute[r.threads] : nullptr, &r);
     r.parallel_region_s = probes.parallel_region_s[r.threads];
+    r.core_round_trip_s = probes.core_round_trip_s[r.threads];
     print_table_row(stdout, r);
     (r.passed ? passed : failed) += 1;
   }

@@ -66,6 +66,12 @@ class CacheEvictor {
 // call pays; on an oversubscribed machine it includes waiting for a core).
 double probe_parallel_region(int threads, int reps);
 
+// Median time, over batches of `rounds`, of one round trip of a cache line passed between threads 0 and 1 of a
+// team of `threads` (0 when the team is smaller than two): what every hand-over of data between two cores costs.
+// On a virtual machine it depends on where the host runs the vCPUs, and can change several-fold from one process
+// to the next (src/ops/gated_delta_rule/README.md, "Speed, session 36").
+double probe_core_round_trip(int threads, int rounds);
+
 // Each measurement runs about `seconds_per_pass`; best of `passes`.
 ComputeProbe probe_compute(int threads, double seconds_per_pass, int passes);
 

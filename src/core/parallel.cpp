@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "core/plan_record.h"
@@ -42,16 +43,70 @@ void parallel_for(int threads, int64_t n, const std::function<void(int64_t, int6
 
 int parallel_team_size() { return omp_get_num_threads(); }
 
-void wait_at_least(const std::atomic<int64_t>& counter, int64_t target) {
-  for (int spins = 0; counter.load(std::memory_order_acquire) < target; ++spins) {
-    if (spins < 4096) {
+namespace {
+
+// One step of a spin-wait: a pause for the first 4096 steps, then a yield each, so that a team larger than the
+// machine's cores still moves on.
+void back_off(int* spins) {
+  if ((*spins)++ < 4096) {
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #endif
-    } else {
-      std::this_thread::yield();
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+void wait_at_least(const std::atomic<int64_t>& counter, int64_t target) {
+  for (int spins = 0; counter.load(std::memory_order_acquire) < target;) back_off(&spins);
+}
+
+// Role 0 sends even values, role 1 answers each with the next odd one until the verdict is out. Role 0 waits as
+// long as it takes for role 1's first answer (a thread that was asleep wakes in its own time), plays two rounds
+// untimed, then times `rounds` round trips together (no clock read between them). Where an answer takes more than
+// 4096 pauses (role 1 is not on a core of its own then: two threads on one core answer in scheduling turns, ~0.1
+// ms each) and the rounds so far have used up what all of them may take, it gives up: far.
+bool CoreDistanceProbe::near(int role, int rounds, double near_ns) {
+  constexpr int64_t kUntimed = 2;
+  using Clock = std::chrono::steady_clock;
+  if (role == 0) {
+    wait_at_least(ball_.value, 1);
+    const Clock::time_point start = Clock::now();
+    const double budget_ns = near_ns * static_cast<double>(kUntimed + rounds);
+    auto overdue = [&]() { return std::chrono::duration<double, std::nano>(Clock::now() - start).count() > budget_ns; };
+    bool answered = true;
+    Clock::time_point t0 = start;
+    for (int64_t i = 1; i <= kUntimed + rounds && answered; ++i) {
+      if (i == kUntimed + 1) t0 = Clock::now();
+      ball_.value.store(2 * i, std::memory_order_release);
+      for (int spins = 0; ball_.value.load(std::memory_order_acquire) < 2 * i + 1;) {
+        back_off(&spins);
+        if (spins > 4096 && overdue()) {
+          answered = false;
+          break;
+        }
+      }
+    }
+    const double mean_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / rounds;
+    verdict_.value.store(answered && mean_ns < near_ns ? 1 : 2, std::memory_order_release);
+  } else if (role == 1) {
+    ball_.value.store(1, std::memory_order_release);
+    int spins = 0;
+    for (int64_t answered = 1; verdict_.value.load(std::memory_order_acquire) == 0;) {
+      const int64_t ball = ball_.value.load(std::memory_order_acquire);
+      if (ball > answered) {  // an even value from role 0
+        answered = ball + 1;
+        ball_.value.store(answered, std::memory_order_release);
+        spins = 0;
+      } else {
+        back_off(&spins);
+      }
     }
   }
+  wait_at_least(verdict_.value, 1);
+  return verdict_.value.load(std::memory_order_acquire) == 1;
 }
 
 int64_t partition_by_cost(const std::vector<int64_t>& costs, int threads, std::vector<int64_t>* part_start) {

@@ -30,6 +30,24 @@ int parallel_team_size();
 // than the machine's cores still moves on.
 void wait_at_least(const std::atomic<int64_t>& counter, int64_t target);
 
+// Whether two threads of a parallel region's team hand data to each other cheaply. Called inside the region: the
+// threads with role 0 and role 1 pass a cache line back and forth up to `rounds` times, the role-0 thread compares
+// the mean round trip with `near_ns` and publishes the verdict, and every caller (roles above 1 only wait for it)
+// gets that same verdict. Both role 0 and role 1 must call it, on threads of their own. On a virtual machine the
+// host may run two vCPUs on far cores for the life of a process: a round trip of ~330 ns against ~60 ns on the
+// Zen 4 VM of src/ops/gated_delta_rule/README.md ("Speed, session 36"), where data handed over cost several times
+// more; and where the OS runs both threads on one core for a while, a round trip takes a scheduling turn.
+class CoreDistanceProbe {
+ public:
+  bool near(int role, int rounds, double near_ns);
+
+ private:
+  struct alignas(64) Line {
+    std::atomic<int64_t> value{0};
+  };
+  Line ball_, verdict_;  // verdict_: 0 while unknown, then 1 (near) or 2 (far)
+};
+
 // [begin, end) of part `part` out of `parts` balanced parts of [0, n).
 inline void balanced_range(int64_t n, int parts, int part, int64_t* begin, int64_t* end) {
   const int64_t base = n / parts, extra = n % parts;

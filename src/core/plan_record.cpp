@@ -21,6 +21,8 @@ void record_parallel_team(int team) {
   if (team > t_record.widest_team) t_record.widest_team = team;
 }
 
+void record_pipeline_handover(bool handed_over) { t_record.pipeline_handover = handed_over ? 1 : 0; }
+
 PlanRecord last_plan_record() { return t_record; }
 void reset_plan_record() { t_record = PlanRecord(); }
 

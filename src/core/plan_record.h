@@ -16,10 +16,13 @@ struct PlanRecord {
   int threads = 0;         // the threads (parts) the last plan partitions its work over
   const char* kernel = ""; // the last plan's kernel family, as TXOPS_VERBOSE names it (a static string)
   int widest_team = 0;     // widest team a parallel_for from this thread ran since the reset (1: inline; 0: none)
+  int pipeline_handover = -1;  // the last run in the GDR prefill's pipeline mode: 1 its units handed the records
+                               // over, 0 they ran in column mode (cores far apart, or a smaller team); -1 none
 };
 
 void record_plan(Isa isa, int threads, const char* kernel);
 void record_parallel_team(int team);
+void record_pipeline_handover(bool handed_over);
 PlanRecord last_plan_record();
 void reset_plan_record();
 

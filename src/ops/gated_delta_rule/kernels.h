@@ -58,6 +58,8 @@ struct GdrPlan {
   int64_t wave_chunks = 0;         // chunk mode: chunks of every item per wave (phase one of a wave runs in parallel)
   int64_t column_blocks = 1;       // chunk, column and pipeline mode: Dv column blocks per item in the state pass
   int64_t pipeline_slots = 0;      // pipeline mode: records per item in the ring its column blocks share
+  double pipeline_near_ns = 0;     // pipeline mode: > 0, column mode instead where a cache line's round trip
+                                   // between the threads of units 0 and 1 takes longer (0: always pipeline)
   int64_t shared_floats = 0;       // chunk mode: the staged state of every (item, column block), one wave's records;
                                    // pipeline mode: every item's ring of records
   int64_t snapshot_bytes = 0;      // decode with slot conflicts: start states copied before any write

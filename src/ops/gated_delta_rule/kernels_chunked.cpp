@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/plan_record.h"
 #include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
@@ -369,7 +370,10 @@ struct alignas(64) PipelineCounter {
 // chunks block k's state pass is done with; a slot is refilled once every block has finished its previous chunk.
 // No block waits on a chunk it has not made itself or that its maker has not reached, so the team cannot lock; it
 // needs every unit on a thread of its own, and where OpenMP gives a smaller team the units run in column mode
-// instead (phase one per block). Same functions on the same data: the bits of items mode.
+// instead (phase one per block). So they do where the plan asks for near cores only and the threads of units 0
+// and 1 are far apart: a cache line's round trip over plan.pipeline_near_ns (150 ns; the mean of 8; ~60 ns near,
+// ~330 ns far on the Zen 4 VM, where handing the records over made pipeline mode twice as slow as on near cores and
+// slower than column mode: README.md "Speed, session 36"). Same functions on the same data: the bits of items mode.
 template <class TA, class TS>
 void RunPipeline(const GdrPlan& plan, const ChunkContext& cx, char* thread_scratch, int64_t scratch_bytes,
                  float* shared) {
@@ -380,10 +384,15 @@ void RunPipeline(const GdrPlan& plan, const ChunkContext& cx, char* thread_scrat
   const int64_t record_floats = gdr_carve_record(nullptr, cx.dkp, cx.dvp, &probe);
   std::vector<PipelineCounter> ready(static_cast<size_t>(items * slots)), finished(static_cast<size_t>(units));
   for (PipelineCounter& r : ready) r.value.store(-1, std::memory_order_relaxed);
+  CoreDistanceProbe distance;
+  bool handed_over = false;  // part 0's answer, which every thread of a whole team shares
   parallel_parts(plan.threads, units, [&](int64_t part, int64_t begin, int64_t end) {
     float* scratch = reinterpret_cast<float*>(thread_scratch + part * scratch_bytes);
-    // The same answer on every thread of the team (a unit per part where the team is whole).
-    const bool concurrent = parallel_team_size() >= plan.threads && units <= plan.threads;
+    // The same answer on every thread of the team (a unit per part where the team is whole: part k has unit k).
+    bool concurrent = parallel_team_size() >= plan.threads && units <= plan.threads;
+    if (concurrent && plan.pipeline_near_ns > 0 && units >= 2)
+      concurrent = distance.near(static_cast<int>(begin), 8, plan.pipeline_near_ns);
+    if (part == 0) handed_over = concurrent;
     for (int64_t u = begin; u < end; ++u) {
       int64_t c0, c1;
       const int64_t item = u / blocks, block = u % blocks, b = item / nv, h = item % nv;
@@ -425,6 +434,7 @@ void RunPipeline(const GdrPlan& plan, const ChunkContext& cx, char* thread_scrat
       hwy::FlushStream();  // the streamed snapshots and V', before the barrier
     }
   });
+  record_pipeline_handover(handed_over);
 }
 
 template <class TA, class TS>

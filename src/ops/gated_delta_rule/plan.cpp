@@ -162,11 +162,17 @@ void plan_chunk_mode(GdrPlan* plan, int64_t items_mode_largest, int64_t total_co
     // 28": one head on two threads, AVX2 8.43-8.62 against 8.89-9.34 ms in chunk mode; without AMX 6.74-6.81
     // against 7.48-7.85), where the AMX path's column mode still wins (3.20-3.50 against 3.66-4.20 ms). Both need
     // every (item, block) on a thread of its own, as much work for each, and at most a tenth of the threads idle.
+    // Pipeline mode hands every record to another core: where the team's cores are far apart (a VM's vCPUs on
+    // far host cores) it runs as column mode instead, measured per call (README.md "Speed, session 36").
     const bool own_threads = items * blocks <= threads && best_eff >= 0.9 && fewest == most;
     if (split && plan->amx && blocks <= 2 && own_threads)
       plan->split = GdrSplit::kColumns;
     else if (split)
       plan->split = own_threads ? GdrSplit::kPipeline : GdrSplit::kChunks;
+    if (plan->split == GdrSplit::kPipeline) {
+      const char* near = std::getenv("TXOPS_GDR_NEAR_NS");  // tests: 1e-9 takes column mode, 1e9 pipeline mode
+      plan->pipeline_near_ns = near != nullptr ? std::atof(near) : 150.0;
+    }
   }
   if (plan->split == GdrSplit::kItems) return;
   plan->threads = max_threads;
