@@ -1,7 +1,8 @@
 // core_parallel_test.cpp — parallel_for and parallel_parts cover every index exactly once in contiguous balanced
 // ranges, for any thread count, and a thread count above the core count is still planned and run that wide;
-// CoreDistanceProbe gives every thread of a team the same verdict; settings (threads, ISA cap, compat, verbose) can be changed and restored at run time, and the ISA txops starts
-// with is the CPU's best under TXOPS_MAX_ISA (ctest runs the Settings tests under each cap).
+// CoreDistanceProbe gives every thread of a team the same verdict; settings (threads, ISA cap, compat, verbose)
+// can be changed and restored at run time, and the ISA txops starts with is the CPU's best under TXOPS_MAX_ISA
+// (ctest runs the Settings tests under each cap).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -63,7 +63,8 @@ void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* c
   if (compute && compute->amx_bf16_gflops > 0)
     std::fprintf(out, ", AMX bf16 %.0f GFLOP/s", compute->amx_bf16_gflops);
   std::fprintf(out, "; empty parallel region %.2f us", parallel_region_s * 1e6);
-  if (core_round_trip_s > 0) std::fprintf(out, "; a cache line's round trip between cores %.0f ns", core_round_trip_s * 1e9);
+  if (core_round_trip_s > 0)
+    std::fprintf(out, "; a cache line's round trip between cores %.0f ns", core_round_trip_s * 1e9);
   std::fprintf(out, "\n");
 }
 
