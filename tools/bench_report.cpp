@@ -52,7 +52,7 @@ void print_table_row(FILE* out, const CaseResult& r) {
 }
 
 void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s,
-                      double core_round_trip_s) {
+                      double round_trip_min_s, double round_trip_max_s) {
   std::fprintf(out,
                "# probes, %d thread(s): copy %.2f GB/s, copy non-temporal %.2f GB/s, triad %.2f GB/s "
                "(arrays of %.0f MiB) -> limit %.2f GB/s",
@@ -63,8 +63,9 @@ void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* c
   if (compute && compute->amx_bf16_gflops > 0)
     std::fprintf(out, ", AMX bf16 %.0f GFLOP/s", compute->amx_bf16_gflops);
   std::fprintf(out, "; empty parallel region %.2f us", parallel_region_s * 1e6);
-  if (core_round_trip_s > 0)
-    std::fprintf(out, "; a cache line's round trip between cores %.0f ns", core_round_trip_s * 1e9);
+  if (round_trip_max_s > 0)  // the host may move the vCPUs during a run
+    std::fprintf(out, "; a cache line's round trip between cores %.0f-%.0f ns", round_trip_min_s * 1e9,
+                 round_trip_max_s * 1e9);
   std::fprintf(out, "\n");
 }
 

@@ -27,7 +27,7 @@ struct CaseResult {
   double bytes = 0, gbps = 0, limit_gbps = 0, ratio = 0;
   double copy_gbps = 0, copy_nt_gbps = 0, triad_gbps = 0;  // the same-run probes behind limit_gbps
   double parallel_region_s = 0;  // median empty parallel region on this thread count (fork/join cost)
-  double core_round_trip_s = 0;  // a cache line from thread 0 to thread 1 and back (0 on one thread)
+  double core_round_trip_s = 0;  // a cache line from thread 0 to thread 1 and back, just after the case (0: 1 thread)
   // gated delta rule
   double flops = 0, state_bytes = 0, gflops = 0, limit_gflops = 0, flops_ratio = 0, bf16_dot_gflops = 0, amx_bf16_gflops = 0,
          tokens_per_s = 0;
@@ -44,7 +44,7 @@ struct CaseResult {
 void print_table_header(FILE* out);
 void print_table_row(FILE* out, const CaseResult& r);
 void print_probe_line(FILE* out, const BandwidthProbe& bw, const ComputeProbe* compute, double parallel_region_s,
-                      double core_round_trip_s);
+                      double round_trip_min_s, double round_trip_max_s);
 // The fraction of its limit a case is judged by (FMA peak for the gated delta rule's prefill and backward, copy
 // bandwidth of the state traffic for its decode, the lower of the copy bandwidth and the slice probe for the
 // in-place row-slice ops, copy bandwidth of all bytes otherwise) and that limit's name.

@@ -71,7 +71,11 @@ struct Probes {
   std::map<int, BandwidthProbe> bandwidth;
   std::map<int, ComputeProbe> compute;
   std::map<int, double> parallel_region_s;
-  std::map<int, double> core_round_trip_s;
+  std::map<int, double> round_trip_min_s, round_trip_max_s;  // over the run: the host may move the vCPUs
+  void add_round_trip(int threads, double s) {
+    if (round_trip_min_s.count(threads) == 0 || s < round_trip_min_s[threads]) round_trip_min_s[threads] = s;
+    round_trip_max_s[threads] = std::max(round_trip_max_s[threads], s);
+  }
 };
 
 
@@ -261,9 +265,7 @@ int run_bench(const BenchOptions& options) {
       const double region = probe_parallel_region(t, options.quick ? 200 : 2000);
       if (probes.parallel_region_s.count(t) == 0 || region < probes.parallel_region_s[t])
         probes.parallel_region_s[t] = region;
-      const double round_trip = probe_core_round_trip(t, options.quick ? 200 : 2000);
-      if (probes.core_round_trip_s.count(t) == 0 || round_trip < probes.core_round_trip_s[t])
-        probes.core_round_trip_s[t] = round_trip;
+      probes.add_round_trip(t, probe_core_round_trip(t, options.quick ? 200 : 2000));
       BandwidthProbe bw = probe_bandwidth(t, array_bytes, options.quick ? 2 : 6);
       BandwidthProbe& best = probes.bandwidth[t];
       if (best.threads == 0 || bw.limit_gbps() > best.limit_gbps()) best = bw;
@@ -308,8 +310,17 @@ int run_bench(const BenchOptions& options) {
   int index = 0;
   for (const auto& entry : cases) {
     ++index;
+    const size_t first_new = results.size();
     measure_case(entry.first, entry.second, options, target_s, index, total, evictor.get(), &results);
     refresh_probes();
+    // The cores' distance right after the case, for its records (it can change within a run).
+    for (int t : options.threads) {
+      if (t < 2) continue;
+      const double round_trip = probe_core_round_trip(t, options.quick ? 20 : 200);
+      probes.add_round_trip(t, round_trip);
+      for (size_t k = first_new; k < results.size(); ++k)
+        if (results[k].threads == t) results[k].core_round_trip_s = round_trip;
+    }
   }
   set_num_threads(0);
   run_probes("after the cases");
@@ -317,13 +328,12 @@ int run_bench(const BenchOptions& options) {
   // Ratios against the limits, then the table (stdout) and the records.
   for (int t : options.threads)
     print_probe_line(stdout, probes.bandwidth[t], any_gdr ? &probes.compute[t] : nullptr,
-                     probes.parallel_region_s[t], probes.core_round_trip_s[t]);
+                     probes.parallel_region_s[t], probes.round_trip_min_s[t], probes.round_trip_max_s[t]);
   print_table_header(stdout);
   int passed = 0, failed = 0;
   for (CaseResult& r : results) {
     apply_limits(probes.bandwidth[r.threads], any_gdr ? &probes.compute[r.threads] : nullptr, &r);
     r.parallel_region_s = probes.parallel_region_s[r.threads];
-    r.core_round_trip_s = probes.core_round_trip_s[r.threads];
     print_table_row(stdout, r);
     (r.passed ? passed : failed) += 1;
   }
