@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <limits>
 #include <vector>
 
 #include "bench_util.h"
@@ -153,24 +153,16 @@ double probe_parallel_region(int threads, int reps) {
 double probe_core_round_trip(int threads, int rounds) {
   if (threads < 2) return 0.0;
   constexpr int kBatches = 9;
-  struct alignas(64) Ball {
-    std::atomic<int64_t> value{0};
-  };
-  Ball ball;
+  std::vector<CoreDistanceProbe> batches(kBatches);  // the measurement the GDR pipeline mode decides by
   std::vector<double> times;
   bool paired = false;
 #pragma omp parallel num_threads(threads)
   {
     const int me = omp_get_thread_num();
     if (omp_get_num_threads() >= 2 && me < 2) {  // the same answer on every thread of the team
-      for (int64_t batch = 0; batch < kBatches; ++batch) {
-        const double t0 = now_seconds();
-        for (int64_t i = 0; i < rounds; ++i) {
-          const int64_t turn = 2 * (batch * rounds + i) + me;
-          wait_at_least(ball.value, turn);
-          ball.value.store(turn + 1, std::memory_order_release);
-        }
-        if (me == 0) times.push_back((now_seconds() - t0) / rounds);
+      for (CoreDistanceProbe& batch : batches) {
+        const double ns = batch.round_trip_ns(me, rounds, std::numeric_limits<double>::infinity());
+        if (me == 0) times.push_back(ns * 1e-9);
       }
       if (me == 0) paired = true;
     }

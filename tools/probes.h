@@ -66,8 +66,9 @@ class CacheEvictor {
 // call pays; on an oversubscribed machine it includes waiting for a core).
 double probe_parallel_region(int threads, int reps);
 
-// Median time, over batches of `rounds`, of one round trip of a cache line passed between threads 0 and 1 of a
-// team of `threads` (0 when the team is smaller than two): what every hand-over of data between two cores costs.
+// The median over 9 batches of the mean round trip (s) of a cache line passed `rounds` times between threads 0 and 1
+// of a team of `threads` (0 when the team is smaller than two): CoreDistanceProbe's measurement (core/parallel.h),
+// which the GDR prefill's pipeline mode decides by. What every hand-over of data between two cores costs.
 // On a virtual machine it depends on where the host runs the vCPUs, and can change several-fold from one process
 // to the next (src/ops/gated_delta_rule/README.md, "Speed, session 36").
 double probe_core_round_trip(int threads, int rounds);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "core/plan_record.h"
@@ -63,18 +64,17 @@ void wait_at_least(const std::atomic<int64_t>& counter, int64_t target) {
   for (int spins = 0; counter.load(std::memory_order_acquire) < target;) back_off(&spins);
 }
 
-// Role 0 sends even values, role 1 answers each with the next odd one until the verdict is out. Role 0 waits as
-// long as it takes for role 1's first answer (a thread that was asleep wakes in its own time), plays two rounds
-// untimed, then times `rounds` round trips together (no clock read between them). Where an answer takes more than
-// 4096 pauses (role 1 is not on a core of its own then: two threads on one core answer in scheduling turns, ~0.1
-// ms each) and the rounds so far have used up what all of them may take, it gives up: far.
-bool CoreDistanceProbe::near(int role, int rounds, double near_ns) {
+// Role 0 sends even values, role 1 answers each with the next odd one until role 0 is done. Role 0 waits as long as
+// it takes for role 1's first answer (a thread that was asleep wakes in its own time), plays two rounds untimed,
+// then times `rounds` round trips together (no clock read between them). Where an answer takes more than 4096
+// pauses (role 1 is not on a core of its own then: two threads on one core answer in scheduling turns, ~0.1 ms
+// each) after budget_ns has passed, it gives up.
+double CoreDistanceProbe::round_trip_ns(int role, int rounds, double budget_ns) {
   constexpr int64_t kUntimed = 2;
   using Clock = std::chrono::steady_clock;
   if (role == 0) {
     wait_at_least(ball_.value, 1);
     const Clock::time_point start = Clock::now();
-    const double budget_ns = near_ns * static_cast<double>(kUntimed + rounds);
     auto overdue = [&]() { return std::chrono::duration<double, std::nano>(Clock::now() - start).count() > budget_ns; };
     bool answered = true;
     Clock::time_point t0 = start;
@@ -90,11 +90,13 @@ bool CoreDistanceProbe::near(int role, int rounds, double near_ns) {
       }
     }
     const double mean_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / rounds;
-    verdict_.value.store(answered && mean_ns < near_ns ? 1 : 2, std::memory_order_release);
-  } else if (role == 1) {
+    done_.value.store(1, std::memory_order_release);
+    return answered ? mean_ns : std::numeric_limits<double>::infinity();
+  }
+  if (role == 1) {
     ball_.value.store(1, std::memory_order_release);
     int spins = 0;
-    for (int64_t answered = 1; verdict_.value.load(std::memory_order_acquire) == 0;) {
+    for (int64_t answered = 1; done_.value.load(std::memory_order_acquire) == 0;) {
       const int64_t ball = ball_.value.load(std::memory_order_acquire);
       if (ball > answered) {  // an even value from role 0
         answered = ball + 1;
@@ -105,6 +107,12 @@ bool CoreDistanceProbe::near(int role, int rounds, double near_ns) {
       }
     }
   }
+  return 0.0;
+}
+
+bool CoreDistanceProbe::near(int role, int rounds, double near_ns) {
+  const double ns = round_trip_ns(role, rounds, near_ns * (rounds + 2));  // the budget: every round at near_ns
+  if (role == 0) verdict_.value.store(ns < near_ns ? 1 : 2, std::memory_order_release);
   wait_at_least(verdict_.value, 1);
   return verdict_.value.load(std::memory_order_acquire) == 1;
 }

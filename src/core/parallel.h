@@ -37,15 +37,20 @@ void wait_at_least(const std::atomic<int64_t>& counter, int64_t target);
 // host may run two vCPUs on far cores for the life of a process: a round trip of ~330 ns against ~60 ns on the
 // Zen 4 VM of src/ops/gated_delta_rule/README.md ("Speed, session 36"), where data handed over cost several times
 // more; and where the OS runs both threads on one core for a while, a round trip takes a scheduling turn.
+// One object per measurement.
 class CoreDistanceProbe {
  public:
   bool near(int role, int rounds, double near_ns);
+  // The measurement alone: role 0 gets the mean round trip in ns of `rounds` timed round trips, or infinity where
+  // role 1 stopped answering promptly once budget_ns had passed; role 1 answers until role 0 is done; both get 0
+  // otherwise (`txops bench` reports it).
+  double round_trip_ns(int role, int rounds, double budget_ns);
 
  private:
   struct alignas(64) Line {
     std::atomic<int64_t> value{0};
   };
-  Line ball_, verdict_;  // verdict_: 0 while unknown, then 1 (near) or 2 (far)
+  Line ball_, done_, verdict_;  // verdict_: 0 while unknown, then 1 (near) or 2 (far)
 };
 
 // [begin, end) of part `part` out of `parts` balanced parts of [0, n).
