@@ -1,16 +1,21 @@
 // core_parallel_test.cpp — parallel_for and parallel_parts cover every index exactly once in contiguous balanced
 // ranges, for any thread count, and a thread count above the core count is still planned and run that wide;
-// CoreDistanceProbe gives every thread of a team the same verdict; settings (threads, ISA cap, compat, verbose)
+// CoreDistanceProbe gives every thread of a team the same verdict; work stealing runs every grain once, its owner's
+// in order, and moves the grains of a slow part to the others; settings (threads, ISA cap, compat, verbose)
 // can be changed and restored at run time, and the ISA txops starts with is the CPU's best under TXOPS_MAX_ISA
 // (ctest runs the Settings tests under each cap).
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/work_stealing.h"
 #include "core/plan_record.h"
 #include "support/isa_threads.h"
 #include "txops/txops.h"
@@ -100,6 +105,62 @@ TEST(Parallel, BalancedRanges) {
     total += e - b;
   }
   EXPECT_EQ(total, 10);
+}
+
+// Grains cut each part at about 1/grains of its cost, only where allowed, and never across a part's bound.
+TEST(WorkStealing, GrainsFollowCostsCutsAndParts) {
+  const std::vector<int64_t> costs = {1, 1, 1, 1, 5, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<int64_t> part_start;
+  partition_by_cost(costs, 2, &part_start);  // 16 in all: [0, 5) costs 9, [5, 12) 7
+  ASSERT_EQ(part_start, (std::vector<int64_t>{0, 5, 12}));
+  // Grains of at least 3 and of 3, cut before even items only.
+  GrainSplit split = split_into_grains(part_start, costs, 3, [](int64_t item) { return item % 2 == 0; });
+  EXPECT_EQ(split.part_grain, (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 4, 5, 8, 12}));
+  split = split_into_grains(part_start, costs, 1, [](int64_t) { return true; });
+  EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 5, 12}));
+  split = split_into_grains({0, 12}, costs, 4, [](int64_t) { return true; });  // one part: not cut
+  EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 12}));
+  split = split_into_grains({0, 0, 3}, {1, 1, 1}, 8, [](int64_t) { return true; });  // an empty part owns none
+  EXPECT_EQ(split.part_grain, (std::vector<int64_t>{0, 0, 3}));
+  EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 1, 2, 3}));
+}
+
+// One thread alone: its own grains from the front in order, then the next part's from the back, and so on.
+TEST(WorkStealing, OwnGrainsFirstThenTheOthersFromTheBack) {
+  GrainSplit split;
+  split.part_grain = {0, 2, 5, 6};
+  split.grain_start = {0, 1, 2, 3, 4, 5, 6};
+  GrainQueue queue(split);
+  std::vector<int64_t> order;
+  for (int64_t g; (g = queue.next(1)) >= 0;) order.push_back(g);
+  EXPECT_EQ(order, (std::vector<int64_t>{2, 3, 4, 5, 1, 0}));
+  EXPECT_EQ(queue.next(0), -1);
+}
+
+// Every grain runs once for 1-5 parts, on full teams and on a team of one (which takes every part's grains), and
+// a part that runs slowly has its last grains taken by the others.
+TEST(WorkStealing, EveryItemOnceAndSlowPartsLoseGrains) {
+  for (int parts = 1; parts <= 5; ++parts) {
+    for (bool short_team : {false, true}) {
+      const int64_t n = 40 * parts;
+      std::vector<int64_t> part_start;
+      partition_by_cost(std::vector<int64_t>(n, 1), parts, &part_start);
+      const GrainSplit split = split_into_grains(part_start, std::vector<int64_t>(n, 1), 8, [](int64_t) { return true; });
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<int64_t> taken_from_part0{0};
+      const int levels = omp_get_max_active_levels();
+      if (short_team) omp_set_max_active_levels(0);
+      run_grains(split, [&](int64_t part, int64_t b, int64_t e) {
+        if (part == 0 && !short_team) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a slow thread
+        if (part != 0 && b < part_start[1]) taken_from_part0 += e - b;
+        for (int64_t i = b; i < e; ++i) hits[i]++;
+      });
+      omp_set_max_active_levels(levels);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "parts " << parts << " item " << i;
+      if (parts > 1 && !short_team) EXPECT_GT(taken_from_part0.load(), 0) << "parts " << parts;
+    }
+  }
 }
 
 TEST(Settings, OverridableAtRunTime) {

@@ -363,6 +363,13 @@ TEST_P(GdrBackwardOnIsa, BitIdenticalForOneToFourThreads) {
       }
       EXPECT_TRUE(p.output_bytes() == one) << "gradients differ with " << threads << " threads";
     }
+    // Three parts of three grains each run by a team of one: part 0's thread takes the others' grains.
+    ScopedThreads three(3);
+    ScopedEnv grains("TXOPS_GRAINS_PER_PART", "3");
+    txops::testing::ScopedTeamOfOne team;
+    p.poison_outputs();
+    ASSERT_TRUE(p.run().ok());
+    EXPECT_TRUE(p.output_bytes() == one) << "gradients differ with stolen grains";
   }
 }
 

@@ -299,6 +299,14 @@ TEST_P(GdrDecodeOnIsa, BitIdenticalForAnyThreadCount) {
     EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
     EXPECT_TRUE(problem.pool.bytes == pool_one) << "stateRef differs with " << threads << " threads";
   }
+  // Three parts of three grains each run by a team of one: part 0's thread takes the others' grains from their back.
+  ScopedThreads three(3);
+  ScopedEnv grains("TXOPS_GRAINS_PER_PART", "3");
+  txops::testing::ScopedTeamOfOne team;
+  std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+  ASSERT_TRUE(problem.run().ok());
+  EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with stolen grains";
+  EXPECT_TRUE(problem.pool.bytes == pool_one) << "stateRef differs with stolen grains";
 }
 
 // A NaN among one token's fp32 inputs whose payload reaches into its low 16 bits (0x7FFFFFFF: rounded as a number it

@@ -1,6 +1,7 @@
 // parallel.h — static partitions over the thread pool (OpenMP underneath). Work item i always goes to
 // the same code path whatever the thread count; kernels keep results independent of the partition
 // (no cross-item accumulation in partition order), which makes outputs bit-identical across thread counts.
+// work_stealing.h moves a part's remaining items to threads that are done with their own.
 #ifndef TXOPS_CORE_PARALLEL_H_
 #define TXOPS_CORE_PARALLEL_H_
 

@@ -303,6 +303,15 @@ void expect_bit_identical_across_threads(PrefillProblem& problem) {
     EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with " << threads << " threads";
     EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs with " << threads << " threads";
   }
+  // Three parts of three grains each run by a team of one: part 0's thread takes the others' grains from their back.
+  ScopedThreads three(3);
+  ScopedEnv grains("TXOPS_GRAINS_PER_PART", "3");
+  txops::testing::ScopedTeamOfOne team;
+  std::fill(problem.out.bytes.begin(), problem.out.bytes.end(), 0xCD);
+  std::fill(problem.final_state.bytes.begin(), problem.final_state.bytes.end(), 0xCD);
+  ASSERT_TRUE(problem.run().ok());
+  EXPECT_TRUE(problem.out.bytes == out_one) << "out differs with stolen grains";
+  EXPECT_TRUE(problem.final_state.bytes == state_one) << "finalState differs with stolen grains";
 }
 
 }  // namespace gdrtest

@@ -1,6 +1,8 @@
 // isa_threads.cpp — scoped settings, the runnable ISAs, the per-ISA fixture and the plan checks (isa_threads.h).
 #include "support/isa_threads.h"
 
+#include <omp.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -80,6 +82,9 @@ ScopedIsa::~ScopedIsa() { set_max_isa(saved_); }
 
 ScopedThreads::ScopedThreads(int n) : saved_(num_threads()) { set_num_threads(n); }
 ScopedThreads::~ScopedThreads() { set_num_threads(saved_); }
+
+ScopedTeamOfOne::ScopedTeamOfOne() : saved_(omp_get_max_active_levels()) { omp_set_max_active_levels(0); }
+ScopedTeamOfOne::~ScopedTeamOfOne() { omp_set_max_active_levels(saved_); }
 
 ScopedCompat::ScopedCompat(Compat mode) : saved_(compat_mode()) { set_compat_mode(mode); }
 ScopedCompat::~ScopedCompat() { set_compat_mode(saved_); }

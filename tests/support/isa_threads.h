@@ -63,6 +63,18 @@ class ScopedThreads {
  private:
   int saved_;
 };
+// Parallel regions inactive (omp_set_max_active_levels(0)): every region runs on a team of one, so the thread of
+// part 0 of a work-stealing run takes every other part's grains (core/work_stealing.h). Restores the setting.
+class ScopedTeamOfOne {
+ public:
+  ScopedTeamOfOne();
+  ~ScopedTeamOfOne();
+  ScopedTeamOfOne(const ScopedTeamOfOne&) = delete;
+  ScopedTeamOfOne& operator=(const ScopedTeamOfOne&) = delete;
+
+ private:
+  int saved_;
+};
 class ScopedCompat {
  public:
   explicit ScopedCompat(Compat mode);

@@ -16,6 +16,7 @@
 #include "core/plan_record.h"
 #include "core/status.h"
 #include "core/verbose.h"
+#include "core/work_stealing.h"
 #include "ops/gated_delta_rule/backward.h"
 
 namespace txops {
@@ -50,9 +51,10 @@ PreparedOp make_grad_op(std::shared_ptr<GdrGradPlan> plan, Isa isa) {
     char* base = static_cast<char*>(workspace);
     base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
     const GdrGradPlan& pl = *plan;
-    // Parts are fixed by the plan (not by how many threads OpenMP gives); each owns one scratch area.
-    parallel_parts(pl.threads, pl.threads, [&](int64_t part, int64_t, int64_t) {
-      run_items(pl, pl.part_start[part], pl.part_start[part + 1], reinterpret_cast<float*>(base + scratch_bytes * part));
+    // Parts are fixed by the plan (not by how many threads OpenMP gives); each owns one scratch area, and its
+    // thread runs the grains of other parts too once its own are done (core/work_stealing.h).
+    run_grains(pl.grains, [&](int64_t part, int64_t begin, int64_t end) {
+      run_items(pl, begin, end, reinterpret_cast<float*>(base + scratch_bytes * part));
     });
     return Status();
   };
@@ -90,6 +92,7 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
     costs[item] = (p.seq_length(item / p.num_key_heads) + 16) * p.heads_per_key_head();
   plan->threads = plan_threads(plan->items, 1);
   partition_by_cost(costs, plan->threads, &plan->part_start);
+  plan->grains = split_into_grains(plan->part_start, costs, grains_per_part(), [](int64_t) { return true; });
   plan->amx = isa == Isa::kAvx512 && cpu_has_avx512_bf16() && p.query.dtype == DType::kBF16 &&
               plan->key_dim_padded % 32 == 0 && plan->value_dim_padded % 32 == 0 && amx_bf16_usable();
   GdrGradScratch s;

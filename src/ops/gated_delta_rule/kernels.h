@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/work_stealing.h"
 #include "ops/gated_delta_rule/args.h"
 
 namespace txops {
@@ -49,6 +50,7 @@ struct GdrPlan {
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only
   std::vector<int64_t> part_start; // threads + 1 entries: part k runs items [part_start[k], part_start[k + 1])
+  GrainSplit grains;               // the parts cut into grains: items mode and decode run them with work stealing
   int64_t scratch_floats = 0;      // per thread
   // Chunked prefill: items mode (parallel over (sequence, head)), chunk mode (waves of chunks: phase one parallel
   // over chunks, the state pass over (item, Dv column block)), column mode (each (item, column block) on one

@@ -450,9 +450,8 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   if (plan.split == GdrSplit::kChunks) return RunWaves<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   if (plan.split == GdrSplit::kColumns) return RunColumnBlocks<TA, TS>(plan, cx, thread_scratch, scratch_bytes);
   if (plan.split == GdrSplit::kPipeline) return RunPipeline<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
-  parallel_parts(plan.threads, plan.threads, [&](int64_t part, int64_t, int64_t) {
-    RunItems<TA, TS>(cx, plan.part_start[part], plan.part_start[part + 1],
-                     reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));
+  run_grains(plan.grains, [&](int64_t part, int64_t begin, int64_t end) {
+    RunItems<TA, TS>(cx, begin, end, reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));
   });
 }
 

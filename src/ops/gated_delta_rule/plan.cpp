@@ -19,6 +19,7 @@
 #include "core/plan_record.h"
 #include "core/status.h"
 #include "core/verbose.h"
+#include "core/work_stealing.h"
 #include "ops/gated_delta_rule/chunked_layout.h"
 #include "ops/gated_delta_rule/kernels.h"
 #include "ops/gated_delta_rule/prepare.h"
@@ -94,10 +95,10 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
       parallel_parts(pl.threads, pl.problem.batch * pl.problem.num_value_heads,
                      [&](int64_t, int64_t begin, int64_t end) { snapshot_fn(pl, begin, end, snapshot); });
     }
-    // Parts are fixed by the plan (not by how many threads OpenMP gives); each owns one scratch area.
-    parallel_parts(pl.threads, pl.threads, [&](int64_t part, int64_t, int64_t) {
-      run_items(pl, pl.part_start[part], pl.part_start[part + 1], reinterpret_cast<float*>(base + scratch_bytes * part),
-                snapshot);
+    // Parts are fixed by the plan (not by how many threads OpenMP gives); each owns one scratch area, and its
+    // thread runs the grains of other parts too once its own are done (core/work_stealing.h).
+    run_grains(pl.grains, [&](int64_t part, int64_t begin, int64_t end) {
+      run_items(pl, begin, end, reinterpret_cast<float*>(base + scratch_bytes * part), snapshot);
     });
     return Status();
   };
@@ -212,6 +213,12 @@ void plan_common(GdrPlan* plan, Isa isa) {
   plan->threads = plan_threads(plan->items, work_items_min(p));
   const std::vector<int64_t> costs = item_costs(*plan);
   const int64_t largest = partition_by_cost(costs, plan->threads, &plan->part_start);
+  // Grains start at a key head's first value head (GQA: the value heads of a key head share its packing).
+  const int64_t nv = p.num_value_heads, group = p.heads_per_key_head();
+  const bool heads_only = plan->heads_only;
+  plan->grains = split_into_grains(plan->part_start, costs, grains_per_part(), [=](int64_t item) {
+    return (heads_only ? item : item % nv) % group == 0;
+  });
   // Prefill stages the fp32 states of every head a thread owns in one sequence (at most Nv, at most its items).
   int64_t most_items = 0;
   for (int k = 0; k < plan->threads; ++k)
