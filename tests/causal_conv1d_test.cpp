@@ -458,6 +458,7 @@ TEST_P(CausalConv1dOnIsa, PrefillThenUpdateEqualsLongerPrefill) {
 
 // Also a prefill too short to give every thread a token chunk: its rows are then split into one item per thread
 // (plan.cpp), so the items differ with the thread count and the bits must not.
+// Also with the grains of a 3-thread plan run by one thread (work stealing, core/work_stealing.h).
 TEST_P(CausalConv1dOnIsa, BitIdenticalForOneToFourThreads) {
   for (int shape = 0; shape < 3; ++shape) {
     const bool update = shape == 1;
@@ -478,6 +479,16 @@ TEST_P(CausalConv1dOnIsa, BitIdenticalForOneToFourThreads) {
         if (!update) EXPECT_TRUE(txops::testing::ran_multithreaded(threads));
       }
     }
+    // Three parts of three grains each run by a team of one: part 0's thread takes the others' grains from their
+    // end, on its own scratch (whose weight rows the first grain staged).
+    txops::testing::ScopedThreads three(3);
+    txops::testing::ScopedEnv grains("TXOPS_GRAINS_PER_PART", "3");
+    txops::testing::ScopedTeamOfOne team;
+    Tensors t = make_tensors(c);
+    txops::testing::forget_plan();
+    ASSERT_TRUE(call(c, views_of(c, t)).ok());
+    EXPECT_EQ(y1, t.y.bytes) << "stolen grains";
+    EXPECT_EQ(s1, t.states.bytes) << "stolen grains";
   }
 }
 

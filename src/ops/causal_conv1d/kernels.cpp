@@ -105,7 +105,8 @@ void TokenContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T
 }
 
 template <class T>
-void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
+void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch,
+              bool weights_staged) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t K = p.width, stride = (p.channel_chunk + N - 1) / N * N;
@@ -115,7 +116,7 @@ void ForwardT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_
   float* bias = w + K * stride;        // 1 row
   float* out = bias + stride;          // 1 row
   const ConvPath path = conv_path(p);
-  if (path == ConvPath::kChannelContiguous) return ConvContiguousItems(p, items, begin, end, scratch);
+  if (path == ConvPath::kChannelContiguous) return ConvContiguousItems(p, items, begin, end, scratch, weights_staged);
   for (int64_t i = begin; i < end; ++i) {
     const ConvItem& it = items[i];
     const int64_t b = it.sequence, c0 = it.channel_begin, nc = it.channel_end - it.channel_begin;
@@ -172,11 +173,12 @@ void WriteBackT(const ConvProblem& p, int64_t begin, int64_t end) {
 }  // namespace
 
 // Exported for the dispatch tables below (the anonymous namespace keeps the helpers private per target).
-void ConvForward(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
+void ConvForward(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch,
+                 bool weights_staged) {
   switch (p.dtype) {
-    case DType::kBF16: return ForwardT<hwy::bfloat16_t>(p, items, begin, end, scratch);
-    case DType::kF16: return ForwardT<hwy::float16_t>(p, items, begin, end, scratch);
-    default: return ForwardT<float>(p, items, begin, end, scratch);
+    case DType::kBF16: return ForwardT<hwy::bfloat16_t>(p, items, begin, end, scratch, weights_staged);
+    case DType::kF16: return ForwardT<hwy::float16_t>(p, items, begin, end, scratch, weights_staged);
+    default: return ForwardT<float>(p, items, begin, end, scratch, weights_staged);
   }
 }
 

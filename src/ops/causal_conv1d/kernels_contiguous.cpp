@@ -254,16 +254,19 @@ void ContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T>& v,
 }
 
 template <class T>
-void ItemsT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
+void ItemsT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch,
+            bool weights_staged) {
   const Typed<T> v(p);
-  // The K weight rows and the bias, once for every item of the range (ContiguousItem's scratch layout).
+  // The K weight rows and the bias, once per call and scratch (ContiguousItem's scratch layout).
   const int64_t wpad = conv_weight_stride(p);
-  for (int64_t j = 0; j < p.width; ++j) LoadRowInOrder(v.weight + j * v.wk, v.wc, p.dim, wpad, scratch + j * wpad);
-  float* bias = scratch + p.width * wpad;
-  if (p.has_bias)
-    LoadRowInOrder(v.bias, v.bc, p.dim, wpad, bias);
-  else
-    std::fill(bias, bias + wpad, 0.0f);
+  if (!weights_staged) {
+    for (int64_t j = 0; j < p.width; ++j) LoadRowInOrder(v.weight + j * v.wk, v.wc, p.dim, wpad, scratch + j * wpad);
+    float* bias = scratch + p.width * wpad;
+    if (p.has_bias)
+      LoadRowInOrder(v.bias, v.bc, p.dim, wpad, bias);
+    else
+      std::fill(bias, bias + wpad, 0.0f);
+  }
   for (int64_t i = begin; i < end; ++i) {
     const ConvItem& it = items[i];
     if (p.line[it.sequence] < 0) {  // null_block_id: y is zero, the state is not touched
@@ -281,11 +284,12 @@ void ItemsT(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t 
 
 }  // namespace
 
-void ConvContiguousItems(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch) {
+void ConvContiguousItems(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch,
+                         bool weights_staged) {
   switch (p.dtype) {
-    case DType::kBF16: return ItemsT<hwy::bfloat16_t>(p, items, begin, end, scratch);
-    case DType::kF16: return ItemsT<hwy::float16_t>(p, items, begin, end, scratch);
-    default: return ItemsT<float>(p, items, begin, end, scratch);
+    case DType::kBF16: return ItemsT<hwy::bfloat16_t>(p, items, begin, end, scratch, weights_staged);
+    case DType::kF16: return ItemsT<hwy::float16_t>(p, items, begin, end, scratch, weights_staged);
+    default: return ItemsT<float>(p, items, begin, end, scratch, weights_staged);
   }
 }
 

@@ -26,7 +26,8 @@ namespace txops {
 namespace HWY_NAMESPACE {
 
 // The channel-contiguous path (kernels_contiguous.cpp): y of items [begin, end) when x and y have channel stride 1.
-void ConvContiguousItems(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch);
+void ConvContiguousItems(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch,
+                         bool weights_staged);
 
 namespace conv {
 namespace hn = hwy::HWY_NAMESPACE;

@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "core/plan_record.h"
 #include "core/verbose.h"
+#include "core/work_stealing.h"
 #include "ops/causal_conv1d/prepare.h"
 #include "ops/causal_conv1d/problem.h"
 
@@ -29,6 +30,7 @@ struct ConvPlan {
   ConvProblem problem;
   std::vector<ConvItem> items;         // pass 1
   std::vector<int64_t> part_start;     // pass 1's item ranges, one per thread
+  GrainSplit grains;                   // those ranges cut into grains, run with work stealing (core/work_stealing.h)
   int threads = 1, write_back_threads = 1;
   int64_t write_back_items = 0, scratch_bytes = 0;
 };
@@ -73,6 +75,7 @@ void plan_items(ConvPlan* plan) {
   plan->threads = std::max(1, std::min<int>(plan_threads(elements, kMinElementsPerThread),
                                             static_cast<int>(plan->items.size())));
   partition_by_cost(costs, plan->threads, &plan->part_start);
+  plan->grains = split_into_grains(plan->part_start, costs, grains_per_part(), [](int64_t) { return true; });
   const int64_t blocks = (p.dim + kConvStateBlock - 1) / kConvStateBlock;
   plan->write_back_items = p.write_back_in_pass1 ? 0 : p.batch * blocks;
   plan->write_back_threads = std::max(1, std::min<int>(plan_threads(p.batch * p.state_len * p.dim,
@@ -114,9 +117,13 @@ Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
     char* base = static_cast<char*>(workspace);
     base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
     // Pass 1 reads the states (history rows) and writes y; pass 2 rewrites the states, after all of pass 1.
-    parallel_parts(pl.threads, pl.threads, [&](int64_t part, int64_t, int64_t) {
-      forward(q, pl.items.data(), pl.part_start[part], pl.part_start[part + 1],
-              reinterpret_cast<float*>(base + pl.scratch_bytes * part));
+    // Each part's thread takes the other parts' grains once its own are done (core/work_stealing.h); the first
+    // grain run on a part's scratch stages the weights there for the rest.
+    std::vector<char> weights_staged(static_cast<size_t>(pl.threads), 0);
+    run_grains(pl.grains, [&](int64_t part, int64_t begin, int64_t end) {
+      forward(q, pl.items.data(), begin, end, reinterpret_cast<float*>(base + pl.scratch_bytes * part),
+              weights_staged[part] != 0);
+      weights_staged[part] = 1;
     });
     if (pl.write_back_items > 0)
       parallel_for(pl.write_back_threads, pl.write_back_items,

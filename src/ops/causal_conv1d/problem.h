@@ -68,7 +68,10 @@ struct ConvItem {
 // channel_chunk wide, padded to whole vectors.
 int64_t conv_scratch_floats(const ConvProblem& p);
 
-using ConvForwardFn = void(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch);
+// weights_staged: the channel-contiguous path's fp32 weight and bias rows are already in `scratch` (an earlier range
+// of the same call run on it).
+using ConvForwardFn = void(const ConvProblem& p, const ConvItem* items, int64_t begin, int64_t end, float* scratch,
+                           bool weights_staged);
 using ConvWriteBackFn = void(const ConvProblem& p, int64_t begin, int64_t end);  // items: sequence-major blocks
 ConvForwardFn* select_conv_forward(Isa isa);
 ConvWriteBackFn* select_conv_write_back(Isa isa);
