@@ -146,7 +146,8 @@ TEST(WorkStealing, EveryItemOnceAndSlowPartsLoseGrains) {
       const int64_t n = 40 * parts;
       std::vector<int64_t> part_start;
       partition_by_cost(std::vector<int64_t>(n, 1), parts, &part_start);
-      const GrainSplit split = split_into_grains(part_start, std::vector<int64_t>(n, 1), 8, [](int64_t) { return true; });
+      const GrainSplit split =
+          split_into_grains(part_start, std::vector<int64_t>(n, 1), 8, [](int64_t) { return true; });
       std::vector<std::atomic<int>> hits(n);
       std::atomic<int64_t> taken_from_part0{0};
       const int levels = omp_get_max_active_levels();

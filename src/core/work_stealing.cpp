@@ -39,7 +39,8 @@ GrainSplit split_into_grains(const std::vector<int64_t>& part_start, const std::
 
 GrainQueue::GrainQueue(const GrainSplit& split) : slots_(static_cast<size_t>(split.parts())) {
   for (int k = 0; k < split.parts(); ++k) {
-    const uint64_t front = static_cast<uint64_t>(split.part_grain[k]), back = static_cast<uint64_t>(split.part_grain[k + 1]);
+    const uint64_t front = static_cast<uint64_t>(split.part_grain[k]);
+    const uint64_t back = static_cast<uint64_t>(split.part_grain[k + 1]);
     slots_[k].bounds.store(front << 32 | back, std::memory_order_relaxed);
   }
 }
@@ -52,7 +53,8 @@ int64_t GrainQueue::take(int part, bool front) {
     if (first >= last) return -1;
     const uint64_t next = front ? (first + 1) << 32 | last : first << 32 | (last - 1);
     // A grain's results are published by the parallel region's closing barrier; the claim only has to be exclusive.
-    if (bounds.compare_exchange_weak(old, next, std::memory_order_relaxed)) return static_cast<int64_t>(front ? first : last - 1);
+    if (bounds.compare_exchange_weak(old, next, std::memory_order_relaxed))
+      return static_cast<int64_t>(front ? first : last - 1);
   }
 }
 
