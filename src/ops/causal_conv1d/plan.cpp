@@ -29,8 +29,7 @@ constexpr int64_t kStreamingBytes = 4 << 20;
 struct ConvPlan {
   ConvProblem problem;
   std::vector<ConvItem> items;         // pass 1
-  std::vector<int64_t> part_start;     // pass 1's item ranges, one per thread
-  GrainSplit grains;                   // those ranges cut into grains, run with work stealing (core/work_stealing.h)
+  GrainSplit grains;                   // pass 1's item ranges, one per thread, cut into grains (core/work_stealing.h)
   int threads = 1, write_back_threads = 1;
   int64_t write_back_items = 0, scratch_bytes = 0;
 };
@@ -74,8 +73,9 @@ void plan_items(ConvPlan* plan) {
   }
   plan->threads = std::max(1, std::min<int>(plan_threads(elements, kMinElementsPerThread),
                                             static_cast<int>(plan->items.size())));
-  partition_by_cost(costs, plan->threads, &plan->part_start);
-  plan->grains = split_into_grains(plan->part_start, costs, grains_per_part(), [](int64_t) { return true; });
+  std::vector<int64_t> part_start;
+  partition_by_cost(costs, plan->threads, &part_start);
+  plan->grains = split_into_grains(part_start, costs, grains_per_part(), [](int64_t) { return true; });
   const int64_t blocks = (p.dim + kConvStateBlock - 1) / kConvStateBlock;
   plan->write_back_items = p.write_back_in_pass1 ? 0 : p.batch * blocks;
   plan->write_back_threads = std::max(1, std::min<int>(plan_threads(p.batch * p.state_len * p.dim,

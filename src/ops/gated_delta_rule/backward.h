@@ -66,8 +66,8 @@ struct GdrGradPlan {
   GdrGradProblem problem;
   int threads = 1;
   int64_t items = 0;                // B * Nk
-  std::vector<int64_t> part_start;  // threads + 1: part k runs items [part_start[k], part_start[k + 1])
-  GrainSplit grains;                // the parts cut into grains, run with work stealing (core/work_stealing.h)
+  GrainSplit grains;                // one part of items per thread (partition_by_cost) cut into grains, run with work
+                                    // stealing (core/work_stealing.h)
   int64_t key_dim_padded = 0;       // Dk rounded up to 16
   int64_t value_dim_padded = 0;     // Dv rounded up to 16
   int64_t max_chunks = 0;           // chunks of the longest sequence

@@ -91,8 +91,9 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   for (int64_t item = 0; item < plan->items; ++item)
     costs[item] = (p.seq_length(item / p.num_key_heads) + 16) * p.heads_per_key_head();
   plan->threads = plan_threads(plan->items, 1);
-  partition_by_cost(costs, plan->threads, &plan->part_start);
-  plan->grains = split_into_grains(plan->part_start, costs, grains_per_part(), [](int64_t) { return true; });
+  std::vector<int64_t> part_start;
+  partition_by_cost(costs, plan->threads, &part_start);
+  plan->grains = split_into_grains(part_start, costs, grains_per_part(), [](int64_t) { return true; });
   plan->amx = isa == Isa::kAvx512 && cpu_has_avx512_bf16() && p.query.dtype == DType::kBF16 &&
               plan->key_dim_padded % 32 == 0 && plan->value_dim_padded % 32 == 0 && amx_bf16_usable();
   GdrGradScratch s;

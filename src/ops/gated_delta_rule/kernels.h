@@ -49,8 +49,8 @@ struct GdrPlan {
   bool chunked = false;            // prefill: the chunked kernel (kernels_chunked.cpp) instead of the recurrent one
   bool heads_only = false;         // decode with slot conflicts: items are heads, sequences run in order
   int64_t items = 0;               // (sequence, head) pairs, or heads when heads_only
-  std::vector<int64_t> part_start; // threads + 1 entries: part k runs items [part_start[k], part_start[k + 1])
-  GrainSplit grains;               // the parts cut into grains: items mode and decode run them with work stealing
+  GrainSplit grains;               // one part of items per thread (partition_by_cost) cut into grains: items mode and
+                                   // decode run them with work stealing
   int64_t scratch_floats = 0;      // per thread
   // Chunked prefill: items mode (parallel over (sequence, head)), chunk mode (waves of chunks: phase one parallel
   // over chunks, the state pass over (item, Dv column block)), column mode (each (item, column block) on one

@@ -212,17 +212,18 @@ void plan_common(GdrPlan* plan, Isa isa) {
   auto rounded = [](int64_t f) { return (f + 15) / 16 * 16; };
   plan->threads = plan_threads(plan->items, work_items_min(p));
   const std::vector<int64_t> costs = item_costs(*plan);
-  const int64_t largest = partition_by_cost(costs, plan->threads, &plan->part_start);
+  std::vector<int64_t> part_start;
+  const int64_t largest = partition_by_cost(costs, plan->threads, &part_start);
   // Grains start at a key head's first value head (GQA: the value heads of a key head share its packing).
   const int64_t nv = p.num_value_heads, group = p.heads_per_key_head();
   const bool heads_only = plan->heads_only;
-  plan->grains = split_into_grains(plan->part_start, costs, grains_per_part(), [=](int64_t item) {
+  plan->grains = split_into_grains(part_start, costs, grains_per_part(), [=](int64_t item) {
     return (heads_only ? item : item % nv) % group == 0;
   });
   // Prefill stages the fp32 states of every head a thread owns in one sequence (at most Nv, at most its items).
   int64_t most_items = 0;
   for (int k = 0; k < plan->threads; ++k)
-    most_items = std::max(most_items, plan->part_start[k + 1] - plan->part_start[k]);
+    most_items = std::max(most_items, part_start[k + 1] - part_start[k]);
   const int64_t staged_heads = p.decode ? 1 : std::min(most_items, p.num_value_heads);
   if (plan->chunked) {
     const int64_t dkp16 = gdr_pad16(p.key_dim), dvp16 = gdr_pad16(dv);
