@@ -70,7 +70,6 @@ void wait_at_least(const std::atomic<int64_t>& counter, int64_t target) {
 // pauses (role 1 is not on a core of its own then: two threads on one core answer in scheduling turns, ~0.1 ms
 // each) after budget_ns has passed, it gives up.
 double CoreDistanceProbe::round_trip_ns(int role, int rounds, double budget_ns) {
-  constexpr int64_t kUntimed = 2;
   using Clock = std::chrono::steady_clock;
   if (role == 0) {
     wait_at_least(ball_.value, 1);
@@ -78,8 +77,8 @@ double CoreDistanceProbe::round_trip_ns(int role, int rounds, double budget_ns) 
     auto overdue = [&]() { return std::chrono::duration<double, std::nano>(Clock::now() - start).count() > budget_ns; };
     bool answered = true;
     Clock::time_point t0 = start;
-    for (int64_t i = 1; i <= kUntimed + rounds && answered; ++i) {
-      if (i == kUntimed + 1) t0 = Clock::now();
+    for (int64_t i = 1; i <= kUntimedRounds + rounds && answered; ++i) {
+      if (i == kUntimedRounds + 1) t0 = Clock::now();
       ball_.value.store(2 * i, std::memory_order_release);
       for (int spins = 0; ball_.value.load(std::memory_order_acquire) < 2 * i + 1;) {
         back_off(&spins);
@@ -111,7 +110,8 @@ double CoreDistanceProbe::round_trip_ns(int role, int rounds, double budget_ns) 
 }
 
 bool CoreDistanceProbe::near(int role, int rounds, double near_ns) {
-  const double ns = round_trip_ns(role, rounds, near_ns * (rounds + 2));  // the budget: every round at near_ns
+  // The budget: every round, the untimed ones too, at near_ns.
+  const double ns = round_trip_ns(role, rounds, near_ns * static_cast<double>(rounds + kUntimedRounds));
   if (role == 0) verdict_.value.store(ns < near_ns ? 1 : 2, std::memory_order_release);
   wait_at_least(verdict_.value, 1);
   return verdict_.value.load(std::memory_order_acquire) == 1;

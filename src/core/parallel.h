@@ -51,6 +51,7 @@ class CoreDistanceProbe {
   struct alignas(64) Line {
     std::atomic<int64_t> value{0};
   };
+  static constexpr int64_t kUntimedRounds = 2;  // played before the timed ones (a thread wakes in its own time)
   Line ball_, done_, verdict_;  // verdict_: 0 while unknown, then 1 (near) or 2 (far)
 };
 
