@@ -6,6 +6,8 @@
 // (rope_cases.cpp).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "support/rope_cases.h"
 
 namespace txops {
@@ -50,6 +52,33 @@ TEST_P(PartialRotaryMulOnIsa, FullWidthSliceAndOneThousandTwentyFour) {
       if (!budget.check(run_case(c), c.describe())) return;
       c.backward = true;
       if (!budget.check(run_case(c), c.describe())) return;
+    }
+  }
+}
+
+// Slices of 64 and 128 channels are 2 to 8 vectors on AVX2 and AVX-512: in place, the interleave-half rows are
+// loaded whole into registers (kernels_rotate.cpp) instead of copied aside, by other code for each dtype and
+// direction. Every path computes each output by the same formula and rounds it once, so the bytes must equal the
+// scalar kernels' (the DeepSeek shape: slice [128, 192) of 192, and whole rows).
+TEST_P(PartialRotaryMulOnIsa, RowsInRegistersGiveTheScalarBits) {
+  FailureBudget budget;
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (RotaryMode mode : all_rotary_modes()) {
+      for (bool backward : {false, true}) {
+        for (auto [start, end, D] : {std::tuple<int64_t, int64_t, int64_t>{128, 192, 192}, {0, 64, 64},
+                                     {0, 128, 128}, {2, 130, 133}}) {
+          PartialRotaryCase c;
+          c.mode = mode, c.backward = backward, c.x_dtype = dtype, c.cs_dtype = dtype;
+          c.B = 1, c.S = 3, c.N = 2, c.D = D, c.start = start, c.end = end, c.Bc = 1, c.Sc = 3, c.Nc = 1;
+          std::vector<uint64_t> here, scalar;
+          if (!budget.check(run_case(c, &here), c.describe())) return;
+          {
+            ScopedIsa scoped(Isa::kScalar);
+            if (!budget.check(run_case(c, &scalar), c.describe() + " (scalar)")) return;
+          }
+          EXPECT_TRUE(here == scalar) << c.describe() << ": bits differ from the scalar kernels'";
+        }
+      }
     }
   }
 }

@@ -12,7 +12,8 @@
 //   interleave       partner = Shuffle2301 (swap adjacent lanes), signs by OddEven
 //   interleave-half  forward: ConcatEven/ConcatOdd de-interleave (bf16: block order, core/simd_convert-inl.h);
 //                    backward: StoreInterleaved2 re-interleave; in place (outputs move across the row), rows of
-//                    2 or 4 vectors are loaded whole into registers first, longer ones copied aside
+//                    2, 4 or 8 vectors are loaded whole into registers first (bf16 with bf16 cos / sin: in block
+//                    order, two steps of it, where AVX2 rows are 8 vectors), other lengths copied aside
 // Large out-of-place outputs use non-temporal stores (no write-allocate read), flushed at the end of a range.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/rope/kernels_rotate.cpp"
@@ -239,6 +240,72 @@ HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, c
   InterleaveRow<bwd, BF, BF>(stream, in, out, c, s, width, i);
 }
 
+#if TXOPS_HAVE_BF16_BLOCKS
+// One block-order step of the bf16 forward: 2N pairs (their even and odd channels in block order, LoadBF16PairsInBlocks)
+// to outputs [k, k + 2N) and [h + k, h + k + 2N). Cos / sin widen by one unpack, and each half of the output leaves
+// in one full-width store; it rounds with one vcvtne2ps2bf16 + vpermq per pair of vectors where the CPU has
+// AVX512_BF16, the integer rounding + packus elsewhere (PackBlocksOfBF16Operands; README, sessions 19, 21).
+HWY_INLINE void InterleaveHalfForwardStep(bool stream, VF xel, VF xol, VF xeh, VF xoh, BF* out, const BF* c,
+                                          const BF* s, int64_t h, int64_t k) {
+  const DF df;
+  const hn::Repartition<uint16_t, DF> d16;
+  VF c1l, c1h, c2l, c2h, s1l, s1h, s2l, s2h;
+  LoadBF16Blocks(df, c + k, &c1l, &c1h);
+  LoadBF16Blocks(df, c + h + k, &c2l, &c2h);
+  LoadBF16Blocks(df, s + k, &s1l, &s1h);
+  LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
+  VF y0l, y1l, y0h, y1h;
+  InterleaveHalfBlock<false>(xel, xol, c1l, c2l, s1l, s2l, &y0l, &y1l);
+  InterleaveHalfBlock<false>(xeh, xoh, c1h, c2h, s1h, s2h, &y0h, &y1h);
+  StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y0l, y0h), out + k, stream);
+  StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y1l, y1h), out + h + k, stream);
+}
+
+// The bf16 forward in place on a row of kSteps block-order steps (4N channels each): every pair is loaded before
+// the first store, so the row needs no copy aside (AVX2's D = 64 rows: two steps).
+template <int kSteps>
+HWY_INLINE void InterleaveHalfForwardInPlace(bool stream, BF* row, const BF* c, const BF* s) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), h = kSteps * 2 * lanes;
+  VF xel[kSteps], xol[kSteps], xeh[kSteps], xoh[kSteps];
+  for (int i = 0; i < kSteps; ++i) LoadBF16PairsInBlocks(df, row + 4 * lanes * i, &xel[i], &xol[i], &xeh[i], &xoh[i]);
+  for (int i = 0; i < kSteps; ++i)
+    InterleaveHalfForwardStep(stream, xel[i], xol[i], xeh[i], xoh[i], row, c, s, h, 2 * lanes * i);
+}
+#endif
+
+#if HWY_TARGET == HWY_AVX2
+// The bf16 backward in place on an AVX2 row of kSteps steps of 16 channel pairs: the halves load in block order (one
+// unpack per vector, where a widening load is two operations), all before the first store; each step's rounded pairs
+// (bf16 y0 | y1 << 16, block order: k + 0..3, 8..11 and k + 4..7, 12..15) go back to channel order with one
+// 128-bit permute per output vector. InterleaveHalfBlock and the pair rounding as every path: the same bits.
+template <int kSteps>
+HWY_INLINE void InterleaveHalfBackwardInPlace(bool stream, BF* row, const BF* c, const BF* s) {
+  const DF df;
+  const DU du;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), h = kSteps * 2 * lanes;
+  VF d1l[kSteps], d1h[kSteps], d2l[kSteps], d2h[kSteps];
+  for (int i = 0; i < kSteps; ++i) {
+    LoadBF16Blocks(df, row + 2 * lanes * i, &d1l[i], &d1h[i]);
+    LoadBF16Blocks(df, row + h + 2 * lanes * i, &d2l[i], &d2h[i]);
+  }
+  for (int i = 0; i < kSteps; ++i) {
+    const int64_t k = 2 * lanes * i;
+    VF c1l, c1h, c2l, c2h, s1l, s1h, s2l, s2h, y0l, y1l, y0h, y1h;
+    LoadBF16Blocks(df, c + k, &c1l, &c1h);
+    LoadBF16Blocks(df, c + h + k, &c2l, &c2h);
+    LoadBF16Blocks(df, s + k, &s1l, &s1h);
+    LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
+    InterleaveHalfBlock<true>(d1l[i], d2l[i], c1l, c2l, s1l, s2l, &y0l, &y1l);
+    InterleaveHalfBlock<true>(d1h[i], d2h[i], c1h, c2h, s1h, s2h, &y0h, &y1h);
+    const VU ml = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(df, y0l, y1l);
+    const VU mh = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(df, y0h, y1h);
+    StoreMerged(hn::ConcatLowerLower(du, mh, ml), row + 2 * k, stream);
+    StoreMerged(hn::ConcatUpperUpper(du, mh, ml), row + 2 * k + 2 * lanes, stream);
+  }
+}
+#endif
+
 template <bool bwd>
 HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t width) {
   const DF df;
@@ -246,23 +313,12 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const BF* in, BF* out, const BF* 
   const int64_t h = width / 2;
   int64_t k = 0;
 #if TXOPS_HAVE_BF16_BLOCKS
-  // Forward: block order (core/simd_convert-inl.h), so cos / sin widen by one unpack and each half of the output
-  // leaves in one full-width store; it rounds with one vcvtne2ps2bf16 + vpermq per pair of vectors where the CPU
-  // has AVX512_BF16, the integer rounding + packus elsewhere (PackBlocksOfBF16Operands; README, sessions 19, 21).
+  // Forward: block order (core/simd_convert-inl.h, InterleaveHalfForwardStep).
   if (!bwd) {
-    const hn::Repartition<uint16_t, DF> d16;
     for (; k + 2 * lanes <= h; k += 2 * lanes) {
-      VF c1l, c1h, c2l, c2h, s1l, s1h, s2l, s2h, xel, xol, xeh, xoh;
-      LoadBF16Blocks(df, c + k, &c1l, &c1h);
-      LoadBF16Blocks(df, c + h + k, &c2l, &c2h);
-      LoadBF16Blocks(df, s + k, &s1l, &s1h);
-      LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
+      VF xel, xol, xeh, xoh;
       LoadBF16PairsInBlocks(df, in + 2 * k, &xel, &xol, &xeh, &xoh);
-      VF y0l, y1l, y0h, y1h;
-      InterleaveHalfBlock<false>(xel, xol, c1l, c2l, s1l, s2l, &y0l, &y1l);
-      InterleaveHalfBlock<false>(xeh, xoh, c1h, c2h, s1h, s2h, &y0h, &y1h);
-      StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y0l, y0h), out + k, stream);
-      StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y1l, y1h), out + h + k, stream);
+      InterleaveHalfForwardStep(stream, xel, xol, xeh, xoh, out, c, s, h, k);
     }
   }
 #endif
@@ -353,28 +409,41 @@ void RotateRowsSimd(const RotationConfig& cfg, const RowStream& st, int64_t begi
       break;
     case RotaryMode::kInterleaveHalf: {
       TX saved[kMaxWidth];
-      // In place the outputs move across the row. Rows of 2 or 4 vectors are loaded whole into registers first
-      // (in_place 2 / 4); the bf16 forward's block order reads a row of 4 vectors in one step before it stores
-      // (in_place 1: nothing to do); other rows are copied aside (0).
+      // In place the outputs move across the row, so every input is read before the first store. Rows of 2, 4 or 8
+      // vectors are loaded whole into registers (AVX2's bf16 backward in block order). The bf16 forward with bf16
+      // cos / sin runs in block order: one step reads a row of 4 vectors before it stores, and a row of 8 loads
+      // both its steps first. Other rows are copied aside.
+      enum class InPlace { kCopyAside, kRegisters, kOneBlockStep, kTwoBlockSteps };
       constexpr bool kPairs = std::is_same<TX, BF>::value && std::is_same<TC, BF>::value;
       const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF())), vectors = width % lanes == 0 ? width / lanes : 0;
-      int in_place = 0;
+      InPlace how = InPlace::kCopyAside;
       if (bwd || !kPairs) {
-        in_place = vectors == 2 || vectors == 4 ? static_cast<int>(vectors) : 0;
+        if (vectors == 2 || vectors == 4 || vectors == 8) how = InPlace::kRegisters;
       } else {
 #if TXOPS_HAVE_BF16_BLOCKS
-        in_place = vectors == 4 ? 1 : 0;
+        how = vectors == 4 ? InPlace::kOneBlockStep : vectors == 8 ? InPlace::kTwoBlockSteps : InPlace::kCopyAside;
 #endif
       }
       // always_inline: D = 64 rows take two vector iterations, so a call per row was a fifth of the time.
       ForEachRow<TX, TC, kWiden>(st, cfg.width, begin, end,
                          [&](const TX* in, TX* out, const auto* c, const auto* s) __attribute__((always_inline)) {
-        if (in == out && in_place == 2) {
-          InterleaveHalfRowInPlace<bwd, 1, kPairs && bwd>(stream, out, c, s);
-        } else if (in == out && in_place == 4) {
-          InterleaveHalfRowInPlace<bwd, 2, kPairs && bwd>(stream, out, c, s);
+        if (in == out && how == InPlace::kRegisters) {
+          if (vectors == 2) {
+            InterleaveHalfRowInPlace<bwd, 1, kPairs && bwd>(stream, out, c, s);
+          } else if (vectors == 4) {
+            InterleaveHalfRowInPlace<bwd, 2, kPairs && bwd>(stream, out, c, s);
+          } else {
+#if HWY_TARGET == HWY_AVX2
+            if constexpr (kPairs && bwd) InterleaveHalfBackwardInPlace<2>(stream, out, c, s); else
+#endif
+            InterleaveHalfRowInPlace<bwd, 4, kPairs && bwd>(stream, out, c, s);
+          }
+#if TXOPS_HAVE_BF16_BLOCKS
+        } else if (in == out && how == InPlace::kTwoBlockSteps) {
+          if constexpr (kPairs && !bwd) InterleaveHalfForwardInPlace<2>(stream, out, c, s);
+#endif
         } else {
-          if (in == out && in_place == 0) {
+          if (in == out && how == InPlace::kCopyAside) {
             std::memcpy(saved, in, static_cast<size_t>(width) * sizeof(TX));
             in = saved;
           }
