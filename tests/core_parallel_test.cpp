@@ -164,6 +164,33 @@ TEST(WorkStealing, EveryItemOnceAndSlowPartsLoseGrains) {
   }
 }
 
+// Equal-cost items (the RoPE ops' rows): parallel_for's parts, each cut into balanced grains; and
+// parallel_for_stealing runs every item once for 1-5 threads, on full teams and on a team of one.
+TEST(WorkStealing, EvenSplitsAndParallelForStealing) {
+  GrainSplit split = split_evenly(21, 2, 4);  // parts [0, 11) and [11, 21)
+  EXPECT_EQ(split.part_grain, (std::vector<int64_t>{0, 4, 8}));
+  EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 3, 6, 9, 11, 14, 17, 19, 21}));
+  split = split_evenly(3, 4, 8);  // fewer items than parts: one grain per item, the last part owns none
+  EXPECT_EQ(split.part_grain, (std::vector<int64_t>{0, 1, 2, 3, 3}));
+  EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 1, 2, 3}));
+  split = split_evenly(10, 1, 8);  // one part: not cut
+  EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 10}));
+  for (int threads = 1; threads <= 5; ++threads) {
+    for (bool short_team : {false, true}) {
+      for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1000}}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        const int levels = omp_get_max_active_levels();
+        if (short_team) omp_set_max_active_levels(0);
+        parallel_for_stealing(threads, n, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[i]++;
+        });
+        omp_set_max_active_levels(levels);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads " << threads << " item " << i;
+      }
+    }
+  }
+}
+
 TEST(Settings, OverridableAtRunTime) {
   const int threads = num_threads();
   set_num_threads(3);

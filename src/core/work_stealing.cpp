@@ -1,6 +1,7 @@
 // work_stealing.cpp — grains of fixed parts, and the queue that hands them out (work_stealing.h).
 #include "core/work_stealing.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace txops {
@@ -34,6 +35,25 @@ GrainSplit split_into_grains(const std::vector<int64_t>& part_start, const std::
     split.part_grain.push_back(static_cast<int64_t>(split.grain_start.size()));
   }
   split.grain_start.push_back(part_start.empty() ? 0 : part_start.back());
+  return split;
+}
+
+GrainSplit split_evenly(int64_t n, int parts, int grains_per_part) {
+  GrainSplit split;
+  split.part_grain.push_back(0);
+  for (int k = 0; k < parts; ++k) {
+    int64_t begin, end;
+    balanced_range(n, parts, k, &begin, &end);
+    const int64_t length = end - begin;
+    const int grains = parts > 1 ? static_cast<int>(std::min<int64_t>(grains_per_part, length)) : (length > 0 ? 1 : 0);
+    for (int g = 0; g < grains; ++g) {
+      int64_t grain_begin, grain_end;
+      balanced_range(length, grains, g, &grain_begin, &grain_end);
+      split.grain_start.push_back(begin + grain_begin);
+    }
+    split.part_grain.push_back(static_cast<int64_t>(split.grain_start.size()));
+  }
+  split.grain_start.push_back(n);
   return split;
 }
 

@@ -97,7 +97,8 @@ class FailureBudget {
 
 // Runs case `c` with 1, 2, 3 and 4 threads and expects every output bit-identical to the 1-thread run. Each count
 // is its own partition: ran_on_threads checks that the plan split the work that many ways and OpenMP ran that
-// many threads (whatever the core count: support/isa_threads.h). False when the budget says stop.
+// many threads (whatever the core count: support/isa_threads.h). Then a 3-thread plan on a team of one thread,
+// which takes the other parts' grains (core/work_stealing.h). False when the budget says stop.
 template <class Case>
 bool expect_bit_identical_for_one_to_four_threads(const Case& c, FailureBudget* budget) {
   std::vector<uint64_t> first;
@@ -108,6 +109,13 @@ bool expect_bit_identical_for_one_to_four_threads(const Case& c, FailureBudget* 
     EXPECT_TRUE(ran_on_threads(threads)) << c.describe();
     if (threads == 1) first = bits;
     EXPECT_TRUE(bits == first) << c.describe() << ": outputs differ from the 1-thread result";
+  }
+  {  // a 3-way plan on a team of one thread: it runs its own grains, then takes every other part's from the back
+    ScopedThreads scoped_threads(3);
+    ScopedTeamOfOne team_of_one;
+    std::vector<uint64_t> bits;
+    if (!budget->check(run_case(c, &bits), c.describe() + " (3 parts, one thread)")) return false;
+    EXPECT_TRUE(bits == first) << c.describe() << ": 3 parts on one thread differ from the 1-thread result";
   }
   return true;
 }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/parallel.h"
+#include "core/work_stealing.h"
 #include "core/plan_record.h"
 #include "core/verbose.h"
 
@@ -88,7 +88,8 @@ Status plan_matrix_rows(const RotationConfig& config, const RowStream& stream, c
                                        " cos=" + dtype_name(config.cs_dtype)
                                  : std::string());
     const SparseColumns cols = read_columns(data, dtype, config.width, row_stride, col_stride);
-    parallel_for(threads, rows, [&](int64_t begin, int64_t end) { rotate_rows(config, stream, cols, begin, end); });
+    parallel_for_stealing(threads, rows,
+                          [&](int64_t begin, int64_t end) { rotate_rows(config, stream, cols, begin, end); });
     return Status();
   };
   return Status();

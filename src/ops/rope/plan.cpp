@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/parallel.h"
+#include "core/work_stealing.h"
 #include "core/plan_record.h"
 #include "core/verbose.h"
 
@@ -179,7 +179,7 @@ Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, 
     VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_rows_simd" : "rope_rows_strided", isa,
                                                      threads, job.config, shape)
                                           : std::string());
-    parallel_for(threads, rows, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
+    parallel_for_stealing(threads, rows, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
     return Status();
   };
   return Status();
@@ -206,7 +206,7 @@ Status plan_grad_groups(const char* op_name, GradJob& job, uint64_t out_of_place
     VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_grad_groups_simd" : "rope_grad_groups_strided",
                                                      isa, threads, job.config, shape)
                                           : std::string());
-    parallel_for(threads, groups, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
+    parallel_for_stealing(threads, groups, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
     return Status();
   };
   return Status();
