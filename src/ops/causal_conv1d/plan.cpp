@@ -117,17 +117,17 @@ Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
     char* base = static_cast<char*>(workspace);
     base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
     // Pass 1 reads the states (history rows) and writes y; pass 2 rewrites the states, after all of pass 1.
-    // Each part's thread takes the other parts' grains once its own are done (core/work_stealing.h); the first
-    // grain run on a part's scratch stages the weights there for the rest.
+    // In both, each part's thread takes the other parts' grains once its own are done (core/work_stealing.h); in
+    // pass 1 the first grain run on a part's scratch stages the weights there for the rest.
     std::vector<char> weights_staged(static_cast<size_t>(pl.threads), 0);
     run_grains(pl.grains, [&](int64_t part, int64_t begin, int64_t end) {
       forward(q, pl.items.data(), begin, end, reinterpret_cast<float*>(base + pl.scratch_bytes * part),
               weights_staged[part] != 0);
       weights_staged[part] = 1;
     });
-    if (pl.write_back_items > 0)
-      parallel_for(pl.write_back_threads, pl.write_back_items,
-                   [&](int64_t begin, int64_t end) { write_back(q, begin, end); });
+    if (pl.write_back_items > 0)  // (sequence, channel block) items of equal cost, each written alone
+      parallel_for_stealing(pl.write_back_threads, pl.write_back_items,
+                            [&](int64_t begin, int64_t end) { write_back(q, begin, end); });
     return Status();
   };
   return Status();
