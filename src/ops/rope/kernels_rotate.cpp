@@ -241,10 +241,10 @@ HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, c
 }
 
 #if TXOPS_HAVE_BF16_BLOCKS
-// One block-order step of the bf16 forward: 2N pairs (their even and odd channels in block order, LoadBF16PairsInBlocks)
-// to outputs [k, k + 2N) and [h + k, h + k + 2N). Cos / sin widen by one unpack, and each half of the output leaves
-// in one full-width store; it rounds with one vcvtne2ps2bf16 + vpermq per pair of vectors where the CPU has
-// AVX512_BF16, the integer rounding + packus elsewhere (PackBlocksOfBF16Operands; README, sessions 19, 21).
+// One block-order step of the bf16 forward: 2N pairs (their even and odd channels in block order,
+// LoadBF16PairsInBlocks) to outputs [k, k + 2N) and [h + k, h + k + 2N). Cos / sin widen by one unpack, and each half
+// of the output leaves in one full-width store; it rounds with one vcvtne2ps2bf16 + vpermq per pair of vectors where
+// the CPU has AVX512_BF16, the integer rounding + packus elsewhere (PackBlocksOfBF16Operands; README, sessions 19, 21).
 HWY_INLINE void InterleaveHalfForwardStep(bool stream, VF xel, VF xol, VF xeh, VF xoh, BF* out, const BF* c,
                                           const BF* s, int64_t h, int64_t k) {
   const DF df;
