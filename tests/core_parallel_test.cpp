@@ -164,9 +164,9 @@ TEST(WorkStealing, EveryItemOnceAndSlowPartsLoseGrains) {
   }
 }
 
-// Equal-cost items (the RoPE ops' rows): parallel_for's parts, each cut into balanced grains; and
-// parallel_for_stealing runs every item once for 1-5 threads, on full teams and on a team of one.
-TEST(WorkStealing, EvenSplitsAndParallelForStealing) {
+// Equal-cost items (the RoPE ops' rows): parallel_for's parts, each cut into balanced grains; run, every item runs
+// once for 1-5 parts, on full teams and on a team of one.
+TEST(WorkStealing, EvenSplitsRunEveryItemOnce) {
   GrainSplit split = split_evenly(21, 2, 4);  // parts [0, 11) and [11, 21)
   EXPECT_EQ(split.part_grain, (std::vector<int64_t>{0, 4, 8}));
   EXPECT_EQ(split.grain_start, (std::vector<int64_t>{0, 3, 6, 9, 11, 14, 17, 19, 21}));
@@ -181,7 +181,7 @@ TEST(WorkStealing, EvenSplitsAndParallelForStealing) {
         std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
         const int levels = omp_get_max_active_levels();
         if (short_team) omp_set_max_active_levels(0);
-        parallel_for_stealing(threads, n, [&](int64_t b, int64_t e) {
+        run_grains(split_evenly(n, threads, 8), [&](int64_t, int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) hits[i]++;
         });
         omp_set_max_active_levels(levels);

@@ -31,7 +31,8 @@ int grains_per_part();
 GrainSplit split_into_grains(const std::vector<int64_t>& part_start, const std::vector<int64_t>& costs,
                              int grains_per_part, const std::function<bool(int64_t item)>& may_cut);
 
-// parallel_for's balanced parts of [0, n) (items of equal cost), each cut into grains_per_part balanced grains.
+// parallel_for's balanced parts of [0, n) (items of equal cost), each cut into grains_per_part balanced grains
+// (one part: one grain). Planners make it once; run_grains runs it.
 GrainSplit split_evenly(int64_t n, int parts, int grains_per_part);
 
 // Hands out the grains: a part's own from the front, in order; once they are gone, the others' from the back.
@@ -65,14 +66,6 @@ void run_grains(const GrainSplit& split, const Fn& fn) {
     for (int64_t g; (g = queue.next(static_cast<int>(part))) >= 0;)
       fn(part, split.grain_start[g], split.grain_start[g + 1]);
   });
-}
-
-// parallel_for(threads, n, fn) for items of equal cost, with work stealing: fn(begin, end) once per grain of
-// split_evenly(n, threads, grains_per_part()). For kernels whose items are independent of the ranges they fall in.
-template <class Fn>
-void parallel_for_stealing(int threads, int64_t n, const Fn& fn) {
-  if (threads <= 1 || n <= 1) return parallel_for(threads, n, fn);
-  run_grains(split_evenly(n, threads, grains_per_part()), [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
 }
 
 }  // namespace txops

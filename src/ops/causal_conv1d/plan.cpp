@@ -32,6 +32,7 @@ struct ConvPlan {
   GrainSplit grains;                   // pass 1's item ranges, one per thread, cut into grains (core/work_stealing.h)
   int threads = 1, write_back_threads = 1;
   int64_t write_back_items = 0, scratch_bytes = 0;
+  GrainSplit write_back_grains;        // pass 2's items (equal cost) over write_back_threads, cut into grains
 };
 
 // Channels per pass-1 item. Channel-first data streams per channel: a few channels over all tokens. Channel-contiguous
@@ -81,6 +82,7 @@ void plan_items(ConvPlan* plan) {
   plan->write_back_threads = std::max(1, std::min<int>(plan_threads(p.batch * p.state_len * p.dim,
                                                                     kMinElementsPerThread),
                                                        static_cast<int>(plan->write_back_items)));
+  plan->write_back_grains = split_evenly(plan->write_back_items, plan->write_back_threads, grains_per_part());
   plan->scratch_bytes = (conv_scratch_floats(p) * static_cast<int64_t>(sizeof(float)) + kAlign - 1) / kAlign * kAlign;
 }
 
@@ -125,9 +127,8 @@ Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
               weights_staged[part] != 0);
       weights_staged[part] = 1;
     });
-    if (pl.write_back_items > 0)  // (sequence, channel block) items of equal cost, each written alone
-      parallel_for_stealing(pl.write_back_threads, pl.write_back_items,
-                            [&](int64_t begin, int64_t end) { write_back(q, begin, end); });
+    if (pl.write_back_items > 0)  // (sequence, channel block) items, each written alone
+      run_grains(pl.write_back_grains, [&](int64_t, int64_t begin, int64_t end) { write_back(q, begin, end); });
     return Status();
   };
   return Status();

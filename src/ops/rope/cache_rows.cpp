@@ -13,7 +13,6 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "core/work_stealing.h"
 
 namespace txops {
 namespace rope {
@@ -140,7 +139,7 @@ Status run_cache_rows(const CacheJob& job) {
   Status checked = check_positions(job);  // again: the caller may have changed them since phase one
   if (!checked.ok()) return checked;
   const bool wide = dtype_size(job.config.cs_dtype) == 4;
-  parallel_for_stealing(job.threads, job.tokens, [&](int64_t begin, int64_t end) {
+  run_grains(job.token_grains, [&](int64_t, int64_t begin, int64_t end) {
     if (job.token_kernel != nullptr) {
       run_tokens_fast(job, begin, end);
     } else if (wide) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "core/work_stealing.h"
 #include "ops/rope/args.h"
 
 namespace txops {
@@ -50,6 +51,7 @@ struct CacheJob {
   RowKernel* kernel = nullptr;
   CacheTokenKernel* token_kernel = nullptr;  // kernels_cache.cpp; null: the row-buffer path
   int threads = 1;
+  GrainSplit token_grains;  // the tokens over the threads, run with work stealing (core/work_stealing.h)
 };
 
 // Position row `row` (0 outside mrope) of token t.

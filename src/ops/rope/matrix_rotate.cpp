@@ -81,15 +81,15 @@ Status plan_matrix_rows(const RotationConfig& config, const RowStream& stream, c
   const DType dtype = rotate.dtype;
   const int64_t row_stride = rotate.strides[0], col_stride = rotate.strides[1];
   const std::string shape = shape_of.shape_string();
-  op->run = [config, stream, data, dtype, row_stride, col_stride, rows, threads, shape](void*) -> Status {
+  const GrainSplit grains = split_evenly(rows, threads, grains_per_part());  // work stealing (core/work_stealing.h)
+  op->run = [config, stream, data, dtype, row_stride, col_stride, grains, threads, shape](void*) -> Status {
     VerboseTimer timer("rotary_position_embedding",
                        verbose() ? "kernel=rope_rows_matrix isa=scalar threads=" + std::to_string(threads) +
                                        " shape=" + shape + " x=" + dtype_name(config.x_dtype) +
                                        " cos=" + dtype_name(config.cs_dtype)
                                  : std::string());
     const SparseColumns cols = read_columns(data, dtype, config.width, row_stride, col_stride);
-    parallel_for_stealing(threads, rows,
-                          [&](int64_t begin, int64_t end) { rotate_rows(config, stream, cols, begin, end); });
+    run_grains(grains, [&](int64_t, int64_t begin, int64_t end) { rotate_rows(config, stream, cols, begin, end); });
     return Status();
   };
   return Status();

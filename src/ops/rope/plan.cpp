@@ -175,11 +175,12 @@ Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, 
   record_plan(isa, threads, job.simd_rows ? "rope_rows_simd" : "rope_rows_strided");
   op->workspace_bytes = 0;
   const LoggedShape shape(shape_of);
-  op->run = [job, kernel, isa, threads, rows, op_name, shape](void*) -> Status {
+  const GrainSplit grains = split_evenly(rows, threads, grains_per_part());  // work stealing (core/work_stealing.h)
+  op->run = [job, kernel, isa, threads, grains, op_name, shape](void*) -> Status {
     VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_rows_simd" : "rope_rows_strided", isa,
                                                      threads, job.config, shape)
                                           : std::string());
-    parallel_for_stealing(threads, rows, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
+    run_grains(grains, [&](int64_t, int64_t begin, int64_t end) { kernel(job, begin, end); });
     return Status();
   };
   return Status();
@@ -202,11 +203,12 @@ Status plan_grad_groups(const char* op_name, GradJob& job, uint64_t out_of_place
   record_plan(isa, threads, job.simd_rows ? "rope_grad_groups_simd" : "rope_grad_groups_strided");
   op->workspace_bytes = 0;
   const LoggedShape shape(shape_of);
-  op->run = [job, kernel, isa, threads, groups, op_name, shape](void*) -> Status {
+  const GrainSplit grains = split_evenly(groups, threads, grains_per_part());
+  op->run = [job, kernel, isa, threads, grains, op_name, shape](void*) -> Status {
     VerboseTimer timer(op_name, verbose() ? describe(job.simd_rows ? "rope_grad_groups_simd" : "rope_grad_groups_strided",
                                                      isa, threads, job.config, shape)
                                           : std::string());
-    parallel_for_stealing(threads, groups, [&](int64_t begin, int64_t end) { kernel(job, begin, end); });
+    run_grains(grains, [&](int64_t, int64_t begin, int64_t end) { kernel(job, begin, end); });
     return Status();
   };
   return Status();

@@ -206,6 +206,7 @@ Status prepare_rope_with_sin_cos_cache(const TensorView& positions, const Tensor
   job.kernel = select_row_kernel(active_isa(), job.config, &isa);
   const int64_t heads = job.sides[0].heads + job.sides[1].heads;
   job.threads = plan_threads(tokens * heads * rotary_dim, kMinChannelsPerThread);
+  job.token_grains = split_evenly(tokens, job.threads, grains_per_part());
   const bool simd = query.strides[1] == 1 && key.strides[1] == 1 && query_out.strides[1] == 1 &&
                     key_out.strides[1] == 1;
   if (simd) job.token_kernel = select_cache_token_kernel(active_isa(), query.dtype, cache.dtype);
