@@ -241,6 +241,21 @@ HWY_INLINE void InterleaveRow(bool stream, const BF* in, BF* out, const BF* c, c
 }
 
 #if TXOPS_HAVE_BF16_BLOCKS
+// InterleaveHalfBlock on one block-order step: the channels [k, k + 2N) of each half of bf16 cos / sin, loaded in
+// block order (lo: the first four of every eight, hi: the rest), against the operands a, b in the same order.
+template <bool bwd>
+HWY_INLINE void InterleaveHalfBlocks(VF al, VF bl, VF ah, VF bh, const BF* c, const BF* s, int64_t h, int64_t k,
+                                     VF* y0l, VF* y1l, VF* y0h, VF* y1h) {
+  const DF df;
+  VF c1l, c1h, c2l, c2h, s1l, s1h, s2l, s2h;
+  LoadBF16Blocks(df, c + k, &c1l, &c1h);
+  LoadBF16Blocks(df, c + h + k, &c2l, &c2h);
+  LoadBF16Blocks(df, s + k, &s1l, &s1h);
+  LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
+  InterleaveHalfBlock<bwd>(al, bl, c1l, c2l, s1l, s2l, y0l, y1l);
+  InterleaveHalfBlock<bwd>(ah, bh, c1h, c2h, s1h, s2h, y0h, y1h);
+}
+
 // One block-order step of the bf16 forward: 2N pairs (their even and odd channels in block order,
 // LoadBF16PairsInBlocks) to outputs [k, k + 2N) and [h + k, h + k + 2N). Cos / sin widen by one unpack, and each half
 // of the output leaves in one full-width store; it rounds with one vcvtne2ps2bf16 + vpermq per pair of vectors where
@@ -249,14 +264,8 @@ HWY_INLINE void InterleaveHalfForwardStep(bool stream, VF xel, VF xol, VF xeh, V
                                           const BF* s, int64_t h, int64_t k) {
   const DF df;
   const hn::Repartition<uint16_t, DF> d16;
-  VF c1l, c1h, c2l, c2h, s1l, s1h, s2l, s2h;
-  LoadBF16Blocks(df, c + k, &c1l, &c1h);
-  LoadBF16Blocks(df, c + h + k, &c2l, &c2h);
-  LoadBF16Blocks(df, s + k, &s1l, &s1h);
-  LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
   VF y0l, y1l, y0h, y1h;
-  InterleaveHalfBlock<false>(xel, xol, c1l, c2l, s1l, s2l, &y0l, &y1l);
-  InterleaveHalfBlock<false>(xeh, xoh, c1h, c2h, s1h, s2h, &y0h, &y1h);
+  InterleaveHalfBlocks<false>(xel, xol, xeh, xoh, c, s, h, k, &y0l, &y1l, &y0h, &y1h);
   StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y0l, y0h), out + k, stream);
   StoreBF16Bits(d16, PackBlocksOfBF16Operands(df, y1l, y1h), out + h + k, stream);
 }
@@ -291,13 +300,8 @@ HWY_INLINE void InterleaveHalfBackwardInPlace(bool stream, BF* row, const BF* c,
   }
   for (int i = 0; i < kSteps; ++i) {
     const int64_t k = 2 * lanes * i;
-    VF c1l, c1h, c2l, c2h, s1l, s1h, s2l, s2h, y0l, y1l, y0h, y1h;
-    LoadBF16Blocks(df, c + k, &c1l, &c1h);
-    LoadBF16Blocks(df, c + h + k, &c2l, &c2h);
-    LoadBF16Blocks(df, s + k, &s1l, &s1h);
-    LoadBF16Blocks(df, s + h + k, &s2l, &s2h);
-    InterleaveHalfBlock<true>(d1l[i], d2l[i], c1l, c2l, s1l, s2l, &y0l, &y1l);
-    InterleaveHalfBlock<true>(d1h[i], d2h[i], c1h, c2h, s1h, s2h, &y0h, &y1h);
+    VF y0l, y1l, y0h, y1h;
+    InterleaveHalfBlocks<true>(d1l[i], d2l[i], d1h[i], d2h[i], c, s, h, k, &y0l, &y1l, &y0h, &y1h);
     const VU ml = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(df, y0l, y1l);
     const VU mh = txops::HWY_NAMESPACE::MergeBF16PairsOfBF16Operands(df, y0h, y1h);
     StoreMerged(hn::ConcatLowerLower(du, mh, ml), row + 2 * k, stream);
