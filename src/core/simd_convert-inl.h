@@ -13,6 +13,8 @@
 
 #include <hwy/highway.h>
 
+#include <type_traits>
+
 #include "core/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -183,10 +185,23 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> MergeBF16Pairs(DF df, hn::Vec<DF> e
 }
 
 // MergeBF16Pairs for values whose NaNs are those RoundToBF16HighOfBF16Operands allows: the same bits, no NaN test.
+// AVX2 works on 16-bit words instead: the truncated high halves h and the dropped low halves l of both vectors, one
+// merge each, then h + 1 where l + lsb(h) > 0x8000 (a signed saturating add and compare of l ^ 0x8000): nine
+// operations where rounding each vector and merging took ten (same bits: the carry of l + 0x7FFF + lsb into h).
 template <class DF>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> MergeBF16PairsOfBF16Operands(DF df, hn::Vec<DF> even, hn::Vec<DF> odd) {
-  return MergeHighHalves(hn::RebindToUnsigned<DF>(), RoundToBF16HighOfBF16Operands(df, even),
-                         RoundToBF16HighOfBF16Operands(df, odd));
+  const hn::RebindToUnsigned<DF> du;
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (std::is_same<decltype(hn::BitCast(du, even).raw), __m256i>::value) {
+    const __m256i e = hn::BitCast(du, even).raw, o = hn::BitCast(du, odd).raw;
+    const __m256i h = _mm256_blend_epi16(_mm256_srli_epi32(e, 16), o, 0xAA);  // odd words from o
+    const __m256i l = _mm256_blend_epi16(e, _mm256_slli_epi32(o, 16), 0xAA);
+    const __m256i t = _mm256_adds_epi16(_mm256_xor_si256(l, _mm256_set1_epi16(static_cast<int16_t>(0x8000))),
+                                        _mm256_and_si256(h, _mm256_set1_epi16(1)));
+    return hn::Vec<decltype(du)>{_mm256_sub_epi16(h, _mm256_cmpgt_epi16(t, _mm256_setzero_si256()))};
+  }
+#endif
+  return MergeHighHalves(du, RoundToBF16HighOfBF16Operands(df, even), RoundToBF16HighOfBF16Operands(df, odd));
 }
 
 template <class DF>
