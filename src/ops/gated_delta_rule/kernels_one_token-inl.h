@@ -99,15 +99,24 @@ HWY_INLINE void UpdateOneTokenRow(const TokenPack& tp, const OneTokenConstants<N
 // shuffles and adds of four separate reductions, and the scalar work of the two rows overlaps. One row's
 // reduction and scalar chain was most of the cycles of this kernel (perf annotate), 128-element rows being
 // only eight vectors of arithmetic.
-#if HWY_TARGET == HWY_AVX3
-// Lanes [0, 4) of the result: the sums of the lanes of a, b, c and d (pairs within 128-bit blocks, then blocks).
-HWY_INLINE hn::Vec<hn::CappedTag<float, 4>> SumsOfFour(DF df, VF a, VF b, VF c, VF d) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+// Per 128-bit block, lanes 0-3: the sums of that block's lanes of a, b, c and d (pairs, then pairs of pairs; six
+// operations). SumsOfFour (AVX-512) and SumsOfEight (AVX2) then add the blocks.
+HWY_INLINE VF BlockSumsOfFour(VF a, VF b, VF c, VF d) {
+  const DF df;
   const hn::Repartition<double, DF> dd;
   const VF ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
   const VF cd = hn::Add(hn::InterleaveLower(df, c, d), hn::InterleaveUpper(df, c, d));
   const VF lo = hn::BitCast(df, hn::InterleaveLower(dd, hn::BitCast(dd, ab), hn::BitCast(dd, cd)));
   const VF hi = hn::BitCast(df, hn::InterleaveUpper(dd, hn::BitCast(dd, ab), hn::BitCast(dd, cd)));
-  const VF blocks = hn::Add(lo, hi);  // per 128-bit block: partial sums of a, b, c, d
+  return hn::Add(lo, hi);
+}
+#endif
+
+#if HWY_TARGET == HWY_AVX3
+// Lanes [0, 4) of the result: the sums of the lanes of a, b, c and d (pairs within 128-bit blocks, then blocks).
+HWY_INLINE hn::Vec<hn::CappedTag<float, 4>> SumsOfFour(DF df, VF a, VF b, VF c, VF d) {
+  const VF blocks = BlockSumsOfFour(a, b, c, d);
   const hn::Half<DF> d8;
   const auto half = hn::Add(hn::LowerHalf(d8, blocks), hn::UpperHalf(d8, blocks));
   const hn::Half<decltype(d8)> d4;
@@ -343,17 +352,10 @@ struct DecayedRows {
 };
 
 #if HWY_TARGET == HWY_AVX2
-// Lane i of the result: the sum of the lanes of the i-th argument (pairs within 128-bit blocks, then the two
-// blocks): eight reductions in 17 operations.
+// Lane i of the result: the sum of the lanes of the i-th argument (BlockSumsOfFour, then the two blocks): eight
+// reductions in 21 operations.
 HWY_INLINE VF SumsOfEight(VF a, VF b, VF c, VF d, VF e, VF f, VF g, VF h) {
-  const DF df;
-  const hn::Repartition<double, DF> dd;
-  const auto pair = [&](VF x, VF y) { return hn::Add(hn::InterleaveLower(df, x, y), hn::InterleaveUpper(df, x, y)); };
-  const auto quad = [&](VF xy, VF zw) {  // per 128-bit block: the partial sums of x, y, z, w
-    return hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, hn::BitCast(dd, xy), hn::BitCast(dd, zw))),
-                   hn::BitCast(df, hn::InterleaveUpper(dd, hn::BitCast(dd, xy), hn::BitCast(dd, zw))));
-  };
-  const VF abcd = quad(pair(a, b), pair(c, d)), efgh = quad(pair(e, f), pair(g, h));
+  const VF abcd = BlockSumsOfFour(a, b, c, d), efgh = BlockSumsOfFour(e, f, g, h);
   return hn::Add(VF{_mm256_permute2f128_ps(abcd.raw, efgh.raw, 0x20)},
                  VF{_mm256_permute2f128_ps(abcd.raw, efgh.raw, 0x31)});
 }
