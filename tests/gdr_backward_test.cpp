@@ -548,6 +548,55 @@ std::string grad_verbose_log(GradProblem& p) {
   return log;
 }
 
+// Gradients of 4 MiB or more are written with non-temporal stores (the log's "stream=1"): one call on 8 heads whose
+// dq, dk and dv take 4 MiB each gives, head for head, the bits of calls on one head (0.5 MiB: ordinary stores).
+TEST_P(GdrBackwardOnIsa, StreamedGradientsGiveTheBitsOfOrdinaryStores) {
+  PrefillConfig c = config({8192}, 8, 8, 32, 32);
+  c.act = DType::kBF16;
+  GradProblem all(c);
+  all.poison_outputs();
+  const std::string log = grad_verbose_log(all);
+  EXPECT_NE(log.find("stream=1"), std::string::npos) << log;
+  // View of head h of a (T or B, heads, ...) tensor.
+  auto head = [](const HostTensor& t, int64_t h) {
+    TensorView v = t.view();
+    v.data = static_cast<char*>(v.data) + h * v.strides[1] * static_cast<int64_t>(txops::dtype_size(v.dtype));
+    v.shape[1] = 1;
+    return v;
+  };
+  for (int64_t h = 0; h < c.nk; ++h) {
+    SCOPED_TRACE("head " + std::to_string(h));
+    const int64_t t = all.fwd.tokens();
+    HostTensor dq(c.act, {t, 1, c.dk}), dk(c.act, {t, 1, c.dk}), dv(c.act, {t, 1, c.dv}), dbeta(c.act, {t, 1}),
+        dg(DType::kF32, {t, 1}), ds0(c.state, {1, 1, c.dv, c.dk});
+    const TensorView g = head(all.fwd.g, h), d_final = head(all.d_final, h), dgv = dg.view();
+    forget_plan();
+    const bool was_verbose = txops::verbose();
+    txops::set_verbose(true);
+    ::testing::internal::CaptureStderr();
+    const Status st = txops::chunk_gated_delta_rule_grad(
+        head(all.fwd.q, h), head(all.fwd.k, h), head(all.fwd.v, h), head(all.fwd.beta, h),
+        head(all.fwd.initial_state, h), all.fwd.lengths.view(), &g, all.fwd.scale(), head(all.d_out, h), &d_final,
+        dq.view(), dk.view(), dv.view(), dbeta.view(), &dgv, ds0.view());
+    const std::string one_log = ::testing::internal::GetCapturedStderr();
+    txops::set_verbose(was_verbose);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(one_log.find("stream=1"), std::string::npos) << one_log;
+    const std::pair<const HostTensor*, const HostTensor*> pairs[] = {{&dq, &all.dq},       {&dk, &all.dk},
+                                                                     {&dv, &all.dv},       {&dbeta, &all.dbeta},
+                                                                     {&dg, &all.dg},       {&ds0, &all.ds0}};
+    for (const auto& [one, whole] : pairs) {
+      const TensorView w = head(*whole, h);
+      const int64_t rows = one->shape[0], row_bytes = one->numel() / rows * static_cast<int64_t>(txops::dtype_size(one->dtype));
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(0, std::memcmp(one->bytes.data() + r * row_bytes,
+                                 static_cast<const char*>(w.data) + r * w.strides[0] * static_cast<int64_t>(txops::dtype_size(w.dtype)),
+                                 static_cast<size_t>(row_bytes)))
+            << "row " << r << " of a gradient differs from the one-head call's";
+    }
+  }
+}
+
 TEST(GdrBackwardAmx, TilesMatchTheReferenceBesideTheFp32PathForAnyThreadCount) {
   if (!txops::amx_bf16_usable()) GTEST_SKIP() << "no AMX-BF16 on this CPU or OS: the AMX path cannot run here";
   if (!txops::cpu_has_avx512_bf16()) GTEST_SKIP() << "the AMX path rides on the AVX-512 BF16 kernels";

@@ -75,6 +75,7 @@ struct GdrGradPlan {
   int64_t scratch_floats = 0;       // per thread (one area per part)
   bool amx = false;                 // the products with a bf16 operand on AMX tiles (bf16 activations, Dk and Dv
                                     // rounded to 16 multiples of 32, a CPU and OS with AMX-BF16; README "AMX path")
+  bool stream_grads = false;        // dq, dk and dv rows written with non-temporal stores (each of them 4 MiB or more)
 };
 
 // One thread's scratch (C = kGdrChunk, G = value heads per key head, dkp / dvp = Dk / Dv rounded up to 16). The

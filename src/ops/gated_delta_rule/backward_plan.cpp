@@ -23,6 +23,7 @@ namespace txops {
 namespace {
 
 constexpr int64_t kAlign = 64;
+constexpr int64_t kStreamingBytes = 4 << 20;  // outputs at least this large are streamed (stream_grads)
 constexpr const char* kKernelName = "gdr_backward_chunked";
 
 int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
@@ -40,11 +41,11 @@ PreparedOp make_grad_op(std::shared_ptr<GdrGradPlan> plan, Isa isa) {
       char buf[320];
       std::snprintf(buf, sizeof(buf),
                     "kernel=%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
-                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d checkpoints=%d%s workspace=%" PRId64 "B",
+                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d checkpoints=%d%s%s workspace=%" PRId64 "B",
                     kKernelName, isa_name(isa), plan->threads, p.num_tokens, p.batch, p.num_key_heads,
                     p.num_value_heads, p.key_dim, p.value_dim, dtype_name(p.query.dtype),
                     dtype_name(p.state_in.dtype), p.has_g ? 1 : 0, plan->problem.has_checkpoints ? 1 : 0,
-                    plan->amx ? " x=amx" : "", scratch_bytes * plan->threads);
+                    plan->amx ? " x=amx" : "", plan->stream_grads ? " stream=1" : "", scratch_bytes * plan->threads);
       details = buf;
     }
     VerboseTimer timer("chunk_gated_delta_rule_grad", std::move(details));
@@ -96,6 +97,10 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   plan->grains = split_into_grains(part_start, costs, grains_per_part(), [](int64_t) { return true; });
   plan->amx = isa == Isa::kAvx512 && cpu_has_avx512_bf16() && p.query.dtype == DType::kBF16 &&
               plan->key_dim_padded % 32 == 0 && plan->value_dim_padded % 32 == 0 && amx_bf16_usable();
+  // dq, dk and dv are read again only by the ops before this one in the backward, long after their rows were written:
+  // where each of them takes 4 MiB or more (the causal conv's and RoPE's threshold), their rows go past the caches.
+  const int64_t grad_elements = p.num_tokens * std::min(p.num_key_heads * p.key_dim, p.num_value_heads * p.value_dim);
+  plan->stream_grads = grad_elements * static_cast<int64_t>(dtype_size(p.query.dtype)) >= kStreamingBytes;
   GdrGradScratch s;
   plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->kept_chunks, p.key_dim,
                                         plan->key_dim_padded, plan->value_dim_padded, &s);
