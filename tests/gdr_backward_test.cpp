@@ -548,51 +548,89 @@ std::string grad_verbose_log(GradProblem& p) {
   return log;
 }
 
+// An output on a 64-byte boundary (HostTensor's storage is 16-byte aligned; the streamed stores need rows on vector
+// boundaries), poisoned.
+struct AlignedOutput {
+  AlignedOutput(DType dtype, std::vector<int64_t> shape) : dtype(dtype), shape(std::move(shape)) {
+    int64_t n = 1;
+    for (int64_t d : this->shape) n *= d;
+    bytes = n * static_cast<int64_t>(txops::dtype_size(dtype));
+    storage.assign(static_cast<size_t>(bytes + 64), 0xCD);
+  }
+  uint8_t* data() {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(storage.data());
+    return storage.data() + (64 - a % 64) % 64;
+  }
+  TensorView view() {
+    return TensorView::make(data(), dtype, static_cast<int32_t>(shape.size()), shape.data(), nullptr);
+  }
+  DType dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  std::vector<uint8_t> storage;
+};
+
 // Gradients of 4 MiB or more are written with non-temporal stores (the log's "stream=1"): one call on 8 heads whose
-// dq, dk and dv take 4 MiB each gives, head for head, the bits of calls on one head (0.5 MiB: ordinary stores).
+// dq, dk and dv take 4 MiB each (aligned, so every row streams) gives, head for head, the bits of calls on one head
+// (0.5 MiB each: ordinary stores).
 TEST_P(GdrBackwardOnIsa, StreamedGradientsGiveTheBitsOfOrdinaryStores) {
   PrefillConfig c = config({8192}, 8, 8, 32, 32);
   c.act = DType::kBF16;
-  GradProblem all(c);
-  all.poison_outputs();
-  const std::string log = grad_verbose_log(all);
-  EXPECT_NE(log.find("stream=1"), std::string::npos) << log;
-  // View of head h of a (T or B, heads, ...) tensor.
-  auto head = [](const HostTensor& t, int64_t h) {
-    TensorView v = t.view();
+  GradProblem p(c);
+  const int64_t t = p.fwd.tokens();
+  // Head h of a (T or B, heads, ...) tensor.
+  auto head = [](TensorView v, int64_t h) {
     v.data = static_cast<char*>(v.data) + h * v.strides[1] * static_cast<int64_t>(txops::dtype_size(v.dtype));
     v.shape[1] = 1;
     return v;
   };
-  for (int64_t h = 0; h < c.nk; ++h) {
-    SCOPED_TRACE("head " + std::to_string(h));
-    const int64_t t = all.fwd.tokens();
-    HostTensor dq(c.act, {t, 1, c.dk}), dk(c.act, {t, 1, c.dk}), dv(c.act, {t, 1, c.dv}), dbeta(c.act, {t, 1}),
-        dg(DType::kF32, {t, 1}), ds0(c.state, {1, 1, c.dv, c.dk});
-    const TensorView g = head(all.fwd.g, h), d_final = head(all.d_final, h), dgv = dg.view();
+  // One call: heads [h, h + heads) of the inputs into the given gradients; returns the verbose log.
+  auto call = [&](int64_t h, int64_t heads, const TensorView& dq, const TensorView& dk, const TensorView& dv,
+                  const TensorView& dbeta, const TensorView& dg, const TensorView& ds0) {
+    auto part = [&](TensorView v) {
+      v = head(v, h);
+      v.shape[1] = heads;
+      return v;
+    };
+    const TensorView g = part(p.fwd.g.view()), d_final = part(p.d_final.view());
     forget_plan();
     const bool was_verbose = txops::verbose();
     txops::set_verbose(true);
     ::testing::internal::CaptureStderr();
     const Status st = txops::chunk_gated_delta_rule_grad(
-        head(all.fwd.q, h), head(all.fwd.k, h), head(all.fwd.v, h), head(all.fwd.beta, h),
-        head(all.fwd.initial_state, h), all.fwd.lengths.view(), &g, all.fwd.scale(), head(all.d_out, h), &d_final,
-        dq.view(), dk.view(), dv.view(), dbeta.view(), &dgv, ds0.view());
-    const std::string one_log = ::testing::internal::GetCapturedStderr();
+        part(p.fwd.q.view()), part(p.fwd.k.view()), part(p.fwd.v.view()), part(p.fwd.beta.view()),
+        part(p.fwd.initial_state.view()), p.fwd.lengths.view(), &g, p.fwd.scale(), part(p.d_out.view()), &d_final,
+        dq, dk, dv, dbeta, &dg, ds0);
+    const std::string log = ::testing::internal::GetCapturedStderr();
     txops::set_verbose(was_verbose);
-    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(st.ok()) << st.message();
+    return log;
+  };
+  AlignedOutput dq(c.act, {t, c.nk, c.dk}), dk(c.act, {t, c.nk, c.dk}), dv(c.act, {t, c.nv, c.dv});
+  p.poison_outputs();
+  const std::string log = call(0, c.nk, dq.view(), dk.view(), dv.view(), p.dbeta.view(), p.dg.view(), p.ds0.view());
+  EXPECT_NE(log.find("stream=1"), std::string::npos) << log;
+  for (int64_t h = 0; h < c.nk; ++h) {
+    SCOPED_TRACE("head " + std::to_string(h));
+    HostTensor one_dq(c.act, {t, 1, c.dk}), one_dk(c.act, {t, 1, c.dk}), one_dv(c.act, {t, 1, c.dv}),
+        one_dbeta(c.act, {t, 1}), one_dg(DType::kF32, {t, 1}), one_ds0(c.state, {1, 1, c.dv, c.dk});
+    for (HostTensor* o : {&one_dq, &one_dk, &one_dv, &one_dbeta, &one_dg, &one_ds0})
+      std::fill(o->bytes.begin(), o->bytes.end(), 0xCD);
+    const std::string one_log = call(h, 1, one_dq.view(), one_dk.view(), one_dv.view(), one_dbeta.view(),
+                                     one_dg.view(), one_ds0.view());
     EXPECT_EQ(one_log.find("stream=1"), std::string::npos) << one_log;
-    const std::pair<const HostTensor*, const HostTensor*> pairs[] = {{&dq, &all.dq},       {&dk, &all.dk},
-                                                                     {&dv, &all.dv},       {&dbeta, &all.dbeta},
-                                                                     {&dg, &all.dg},       {&ds0, &all.ds0}};
+    const std::pair<const HostTensor*, TensorView> pairs[] = {
+        {&one_dq, dq.view()},           {&one_dk, dk.view()},     {&one_dv, dv.view()},
+        {&one_dbeta, p.dbeta.view()}, {&one_dg, p.dg.view()}, {&one_ds0, p.ds0.view()}};
     for (const auto& [one, whole] : pairs) {
-      const TensorView w = head(*whole, h);
-      const int64_t rows = one->shape[0], row_bytes = one->numel() / rows * static_cast<int64_t>(txops::dtype_size(one->dtype));
-      for (int64_t r = 0; r < rows; ++r)
-        ASSERT_EQ(0, std::memcmp(one->bytes.data() + r * row_bytes,
-                                 static_cast<const char*>(w.data) + r * w.strides[0] * static_cast<int64_t>(txops::dtype_size(w.dtype)),
-                                 static_cast<size_t>(row_bytes)))
+      const TensorView w = head(whole, h);
+      const int64_t rows = one->shape[0], element = static_cast<int64_t>(txops::dtype_size(one->dtype));
+      const int64_t row_bytes = one->numel() / rows * element;
+      for (int64_t r = 0; r < rows; ++r) {
+        const void* whole_row = static_cast<const char*>(w.data) + r * w.strides[0] * element;
+        ASSERT_EQ(0, std::memcmp(one->bytes.data() + r * row_bytes, whole_row, static_cast<size_t>(row_bytes)))
             << "row " << r << " of a gradient differs from the one-head call's";
+      }
     }
   }
 }

@@ -169,9 +169,6 @@ void PackKeyOperands(int64_t n, int64_t dkp, const GdrGradScratch& s) {
 }
 #endif
 
-// The reverse step of chunk [t0, t0 + n) of value head h (its record just prepared): reads St (the checkpoint) and U,
-// updates the adjoint D (Dk x dvp, ∂L/∂Sᵀ) from after the chunk to before it, adds to the dq / dk accumulators and
-// stores dv, dβ and (when asked for) dg.
 // A gradient row into its tensor: streamed past the caches (StreamRowF32) where the plan says so, the caller
 // fencing before the item ends.
 template <class TA>
@@ -183,6 +180,9 @@ HWY_INLINE void StoreGradRow(bool stream, const float* src, int64_t count, TA* d
   }
 }
 
+// The reverse step of chunk [t0, t0 + n) of value head h (its record just prepared): reads St (the checkpoint) and U,
+// updates the adjoint D (Dk x dvp, ∂L/∂Sᵀ) from after the chunk to before it, adds to the dq / dk accumulators and
+// stores dv, dβ and (when asked for) dg.
 template <class TA>
 void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, int64_t t0, int64_t n,
                   const GdrGradScratch& s, const float* st, const float* u, int64_t ldu, float* adj, bool stream) {
