@@ -109,6 +109,27 @@ TEST_P(GdrChunkedOnIsa, BitIdenticalForOneToFourThreads) {
   expect_bit_identical_across_threads(problem);
 }
 
+// Items mode keeps the staged states of at most 320 KiB (four 128 x 128 heads) per thread at once and runs a
+// sequence's heads in turns of that many: six heads of two sequences (turns of 4 and 2), against the reference and
+// bit-identical for 1-4 threads (the turns then fall elsewhere).
+TEST_P(GdrChunkedOnIsa, HeadsInTurnsOfStagedStates) {
+  PrefillConfig c;
+  c.lengths = {kChunk + 66, 67};
+  c.nk = 2, c.nv = 6, c.dk = 128, c.dv = 128;
+  {
+    ScopedThreads one(1);
+    ScopedEnv split("TXOPS_GDR_SPLIT", "items");
+    PrefillKernelScope scope("chunked");
+    PrefillProblem problem(c);
+    const std::string log = verbose_log(problem);
+    EXPECT_NE(log.find("mode=items(4 heads at a time)"), std::string::npos) << log;
+    check_chunked(c);
+  }
+  PrefillProblem problem(c);
+  PrefillKernelScope scope("chunked");
+  expect_bit_identical_across_threads(problem);
+}
+
 // Outside the caller's guarantees: strong decay with beta = 1 (accurate), unnormalised keys (finite).
 TEST_P(GdrChunkedOnIsa, StrongDecayBetaOne) {
   PrefillConfig c;

@@ -52,6 +52,8 @@ struct GdrPlan {
   GrainSplit grains;               // one part of items per thread (partition_by_cost) cut into grains: items mode and
                                    // decode run them with work stealing
   int64_t scratch_floats = 0;      // per thread
+  int64_t staged_heads = 1;        // chunked prefill, items mode: the heads of one sequence whose staged states a
+                                   // thread keeps at once (their chunks run in turn), their states within L2
   // Chunked prefill: items mode (parallel over (sequence, head)), chunk mode (waves of chunks: phase one parallel
   // over chunks, the state pass over (item, Dv column block)), column mode (each (item, column block) on one
   // thread, phase one recomputed per block) or pipeline mode (each (item, column block) on one thread, the item's

@@ -229,13 +229,13 @@ void SequenceHeads(const ChunkContext& cx, int64_t b, int64_t h_begin, int64_t h
   hwy::FlushStream();  // the streamed snapshots and V', before the caller's barrier
 }
 
-// Items [begin, end) of B x Nv (sequence-major), grouped by sequence.
+// Items [begin, end) of B x Nv (sequence-major), grouped by sequence, at most `heads` at a time.
 template <class TA, class TS>
-void RunItems(const ChunkContext& cx, int64_t begin, int64_t end, float* scratch) {
+void RunItems(const ChunkContext& cx, int64_t begin, int64_t end, int64_t heads, float* scratch) {
   const int64_t nv = cx.p->num_value_heads;
   for (int64_t item = begin; item < end;) {
     const int64_t b = item / nv, h_begin = item % nv;
-    const int64_t h_end = std::min(nv, h_begin + (end - item));
+    const int64_t h_end = std::min(nv, h_begin + std::min(heads, end - item));
     SequenceHeads<TA, TS>(cx, b, h_begin, h_end, scratch, 0, cx.dvp);
     item += h_end - h_begin;
   }
@@ -451,7 +451,8 @@ void RunTyped(const GdrPlan& plan, char* thread_scratch, int64_t scratch_bytes, 
   if (plan.split == GdrSplit::kColumns) return RunColumnBlocks<TA, TS>(plan, cx, thread_scratch, scratch_bytes);
   if (plan.split == GdrSplit::kPipeline) return RunPipeline<TA, TS>(plan, cx, thread_scratch, scratch_bytes, shared);
   run_grains(plan.grains, [&](int64_t part, int64_t begin, int64_t end) {
-    RunItems<TA, TS>(cx, begin, end, reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));
+    RunItems<TA, TS>(cx, begin, end, plan.staged_heads,
+                     reinterpret_cast<float*>(thread_scratch + part * scratch_bytes));
   });
 }
 

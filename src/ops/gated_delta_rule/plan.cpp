@@ -28,6 +28,8 @@ namespace txops {
 namespace {
 
 constexpr int64_t kAlign = 64;
+// Items mode of the chunked prefill: the staged fp32 states one thread keeps at once (GdrPlan::staged_heads).
+constexpr int64_t kStagedStatesBytes = 320 << 10;
 
 int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -71,7 +73,8 @@ PreparedOp make_op(std::shared_ptr<GdrPlan> plan, Isa isa, const char* op_name) 
       else if (plan->chunked && plan->split == GdrSplit::kPipeline)
         std::snprintf(mode, sizeof(mode), " mode=pipeline(%" PRId64 " column blocks)", plan->column_blocks);
       else if (plan->chunked)
-        std::snprintf(mode, sizeof(mode), " mode=items");
+        std::snprintf(mode, sizeof(mode), " mode=items(%" PRId64 " head%s at a time)", plan->staged_heads,
+                      plan->staged_heads == 1 ? "" : "s");
       if (plan->amx) std::strncat(mode, " x=amx", sizeof(mode) - std::strlen(mode) - 1);
       char buf[320];
       std::snprintf(buf, sizeof(buf),
@@ -227,12 +230,17 @@ void plan_common(GdrPlan* plan, Isa isa) {
   const int64_t staged_heads = p.decode ? 1 : std::min(most_items, p.num_value_heads);
   if (plan->chunked) {
     const int64_t dkp16 = gdr_pad16(p.key_dim), dvp16 = gdr_pad16(dv);
+    const int64_t state_floats = gdr_staged_state_floats(p.key_dim, gdr_state_row_stride(dvp16));
+    // Items mode runs a sequence's chunks for a few heads at a time (chunks outer, heads inner): as many as keep
+    // their staged states within kStagedStatesBytes, so that they stay in L2 beside the chunk's record and rows from
+    // one chunk to the next (all 32 of Qwen3-Next's, 2.3 MiB, did not; README.md "Speed, session 40").
+    plan->staged_heads = std::max<int64_t>(
+        1, std::min(staged_heads, kStagedStatesBytes / (state_floats * static_cast<int64_t>(sizeof(float)))));
     GdrPackScratch s;
     GdrChunkRecord r;
     GdrPassScratch w;
     plan->scratch_floats = gdr_carve_pack(nullptr, dkp16, &s) + gdr_carve_record(nullptr, dkp16, dvp16, &r) +
-                           gdr_carve_pass(nullptr, dkp16, dvp16, &w) +
-                           staged_heads * gdr_staged_state_floats(p.key_dim, gdr_state_row_stride(dvp16));
+                           gdr_carve_pass(nullptr, dkp16, dvp16, &w) + plan->staged_heads * state_floats;
     int64_t total_cost = 0;
     for (int64_t c : costs) total_cost += c;
     plan_chunk_mode(plan, largest, total_cost);
