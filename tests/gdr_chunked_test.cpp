@@ -110,24 +110,29 @@ TEST_P(GdrChunkedOnIsa, BitIdenticalForOneToFourThreads) {
 }
 
 // Items mode keeps the staged states of at most 320 KiB (four 128 x 128 heads) per thread at once and runs a
-// sequence's heads in turns of that many: six heads of two sequences (turns of 4 and 2), against the reference and
+// sequence's heads in turns of that many, rounded down to whole key heads (GQA): six value heads of two sequences,
+// on six key heads (turns of 4 and 2) and on two (3 value heads each: turns of 3), against the reference and
 // bit-identical for 1-4 threads (the turns then fall elsewhere).
 TEST_P(GdrChunkedOnIsa, HeadsInTurnsOfStagedStates) {
-  PrefillConfig c;
-  c.lengths = {kChunk + 66, 67};
-  c.nk = 2, c.nv = 6, c.dk = 128, c.dv = 128;
-  {
-    ScopedThreads one(1);
-    ScopedEnv split("TXOPS_GDR_SPLIT", "items");
-    PrefillKernelScope scope("chunked");
+  struct Case { int64_t nk; const char* tag; };
+  for (const Case& k : {Case{6, "mode=items(4 heads at a time)"}, Case{2, "mode=items(3 heads at a time)"}}) {
+    PrefillConfig c;
+    c.lengths = {kChunk + 66, 67};
+    c.nk = k.nk, c.nv = 6, c.dk = 128, c.dv = 128;
+    {
+      ScopedThreads one(1);
+      ScopedEnv split("TXOPS_GDR_SPLIT", "items");
+      PrefillKernelScope scope("chunked");
+      PrefillProblem problem(c);
+      const std::string log = verbose_log(problem);
+      EXPECT_NE(log.find(k.tag), std::string::npos) << log;
+      check_chunked(c);
+    }
     PrefillProblem problem(c);
-    const std::string log = verbose_log(problem);
-    EXPECT_NE(log.find("mode=items(4 heads at a time)"), std::string::npos) << log;
-    check_chunked(c);
+    PrefillKernelScope scope("chunked");
+    SCOPED_TRACE(c.describe());
+    expect_bit_identical_across_threads(problem);
   }
-  PrefillProblem problem(c);
-  PrefillKernelScope scope("chunked");
-  expect_bit_identical_across_threads(problem);
 }
 
 // Outside the caller's guarantees: strong decay with beta = 1 (accurate), unnormalised keys (finite).

@@ -233,9 +233,11 @@ void plan_common(GdrPlan* plan, Isa isa) {
     const int64_t state_floats = gdr_staged_state_floats(p.key_dim, gdr_state_row_stride(dvp16));
     // Items mode runs a sequence's chunks for a few heads at a time (chunks outer, heads inner): as many as keep
     // their staged states within kStagedStatesBytes, so that they stay in L2 beside the chunk's record and rows from
-    // one chunk to the next (all 32 of Qwen3-Next's, 2.3 MiB, did not; README.md "Speed, session 40").
-    plan->staged_heads = std::max<int64_t>(
-        1, std::min(staged_heads, kStagedStatesBytes / (state_floats * static_cast<int64_t>(sizeof(float)))));
+    // one chunk to the next (all 32 of Qwen3-Next's, 2.3 MiB, did not; README.md "Speed, session 40"); a whole
+    // number of key heads' value heads, which share a chunk's packing, and at least one key head's.
+    const int64_t ratio = p.heads_per_key_head();
+    const int64_t fit = kStagedStatesBytes / (state_floats * static_cast<int64_t>(sizeof(float)));
+    plan->staged_heads = std::max<int64_t>(1, std::min(staged_heads, std::max(ratio, fit / ratio * ratio)));
     GdrPackScratch s;
     GdrChunkRecord r;
     GdrPassScratch w;
