@@ -115,10 +115,10 @@ TEST_P(ApplyRotaryPosEmbOnIsa, StridedViews) {
   }
 }
 
-// Outputs of more than 4 MiB take streaming stores (plan.cpp, kStreamingBytes). The fused grads fix the store kind
-// per side: every row aligned (a contiguous view: streaming, gradCos / gradSin too) or not (an offset view: ordinary
-// stores throughout); both against the reference, in the modes with register rows at D = 128 on AVX-512 (AVX2 runs
-// the same cases through the memory-form rows).
+// Outputs of more than 4 MiB take streaming stores (core/streaming.h, kStreamingOutputBytes). The fused grads fix the
+// store kind per side: every row aligned (a contiguous view: streaming, gradCos / gradSin too) or not (an offset
+// view: ordinary stores throughout); both against the reference, in the modes with register rows at D = 128 on
+// AVX-512 (AVX2 runs the same cases through the memory-form rows).
 TEST_P(ApplyRotaryPosEmbOnIsa, LargeGradsWithAlignedAndUnalignedOutputs) {
   FailureBudget budget;
   for (auto [q_dtype, cs_dtype] : {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kBF16, DType::kBF16},

@@ -11,6 +11,7 @@
 
 #include "core/parallel.h"
 #include "core/plan_record.h"
+#include "core/streaming.h"
 #include "core/verbose.h"
 #include "core/work_stealing.h"
 #include "ops/causal_conv1d/prepare.h"
@@ -23,8 +24,6 @@ namespace {
 // barrier than it saves.
 constexpr int64_t kMinElementsPerThread = 1 << 16;
 constexpr int64_t kAlign = 64;
-// Outputs at least this large bypass the caches (streaming stores): they would not stay in them anyway.
-constexpr int64_t kStreamingBytes = 4 << 20;
 
 struct ConvPlan {
   ConvProblem problem;
@@ -96,7 +95,7 @@ Status plan_conv(ConvProblem problem, const char* op_name, PreparedOp* op) {
   // The channel- and token-contiguous paths stream a large y, and write each line back in pass 1: their first items
   // (the token-contiguous path's hold all tokens of their channels, plan_items) are the only readers of its history.
   const bool row_path = conv_path(p) != ConvPath::kStaged;
-  p.stream_y = row_path && tokens * p.dim * static_cast<int64_t>(dtype_size(p.dtype)) >= kStreamingBytes;
+  p.stream_y = row_path && tokens * p.dim * static_cast<int64_t>(dtype_size(p.dtype)) >= kStreamingOutputBytes;
   p.write_back_in_pass1 = row_path && !empty_sequence;
   plan_items(plan.get());
   const Isa isa = active_isa();

@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "core/plan_record.h"
 #include "core/status.h"
+#include "core/streaming.h"
 #include "core/verbose.h"
 #include "core/work_stealing.h"
 #include "ops/gated_delta_rule/backward.h"
@@ -23,7 +24,6 @@ namespace txops {
 namespace {
 
 constexpr int64_t kAlign = 64;
-constexpr int64_t kStreamingBytes = 4 << 20;  // outputs at least this large are streamed (stream_grads)
 constexpr const char* kKernelName = "gdr_backward_chunked";
 
 int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
@@ -98,9 +98,10 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   plan->amx = isa == Isa::kAvx512 && cpu_has_avx512_bf16() && p.query.dtype == DType::kBF16 &&
               plan->key_dim_padded % 32 == 0 && plan->value_dim_padded % 32 == 0 && amx_bf16_usable();
   // dq, dk and dv are read again only by the ops before this one in the backward, long after their rows were written:
-  // where each of them takes 4 MiB or more (the causal conv's and RoPE's threshold), their rows go past the caches.
+  // where each of them takes 4 MiB or more (core/streaming.h, as the causal conv and RoPE), their rows go past the
+  // caches.
   const int64_t grad_elements = p.num_tokens * std::min(p.num_key_heads * p.key_dim, p.num_value_heads * p.value_dim);
-  plan->stream_grads = grad_elements * static_cast<int64_t>(dtype_size(p.query.dtype)) >= kStreamingBytes;
+  plan->stream_grads = grad_elements * static_cast<int64_t>(dtype_size(p.query.dtype)) >= kStreamingOutputBytes;
   GdrGradScratch s;
   plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->kept_chunks, p.key_dim,
                                         plan->key_dim_padded, plan->value_dim_padded, &s);

@@ -7,6 +7,7 @@
 
 #include "core/work_stealing.h"
 #include "core/plan_record.h"
+#include "core/streaming.h"
 #include "core/verbose.h"
 
 namespace txops {
@@ -14,8 +15,6 @@ namespace rope {
 
 // Work below this many rotated channels per thread is not worth an OpenMP region (~2 us of fork/join).
 constexpr int64_t kMinChannelsPerThread = 32 * 1024;
-// Out-of-place outputs at least this large bypass the caches (streaming stores): they would not fit anyway.
-constexpr uint64_t kStreamingBytes = 4u << 20;
 
 static const char* byte_ptr(const void* p, int64_t elements, DType dtype) {
   return static_cast<const char*>(p) + elements * static_cast<int64_t>(dtype_size(dtype));
@@ -162,7 +161,7 @@ static std::string describe(const char* kernel, Isa isa, int threads, const Rota
 
 Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, const TensorView& shape_of,
                  PreparedOp* op) {
-  job.config.stream_out = out_of_place_bytes >= kStreamingBytes;
+  job.config.stream_out = out_of_place_bytes >= static_cast<uint64_t>(kStreamingOutputBytes);
   job.simd_rows = true;
   for (int i = 0; i < job.stream_count; ++i) {
     for (int t = 0; t < 4; ++t) job.simd_rows = job.simd_rows && job.streams[i].step[t] == 1;
@@ -188,7 +187,7 @@ Status plan_rows(const char* op_name, RowJob& job, uint64_t out_of_place_bytes, 
 
 Status plan_grad_groups(const char* op_name, GradJob& job, uint64_t out_of_place_bytes, const TensorView& shape_of,
                         PreparedOp* op) {
-  job.config.stream_out = out_of_place_bytes >= kStreamingBytes;
+  job.config.stream_out = out_of_place_bytes >= static_cast<uint64_t>(kStreamingOutputBytes);
   // interleave-half (RotaryPositionEmbeddingGrad only) reduces through the fp32 rows: no SIMD grad row for it
   job.simd_rows = job.cs_step[0] == 1 && job.cs_step[1] == 1 && job.config.mode != RotaryMode::kInterleaveHalf;
   for (const GradSide& side : job.sides) {

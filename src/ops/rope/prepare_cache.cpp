@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "core/plan_record.h"
 #include "core/status.h"
+#include "core/streaming.h"
 #include "core/verbose.h"
 #include "ops/rope/cache_rows.h"
 #include "ops/rope/prepare.h"
@@ -22,7 +23,6 @@ using namespace rope;
 static constexpr StatusCode kShape = StatusCode::kTilingError;
 static constexpr StatusCode kInvalid = StatusCode::kParamInvalid;
 static constexpr int64_t kMinChannelsPerThread = 32 * 1024;
-static constexpr uint64_t kStreamingBytes = 4u << 20;
 
 // CANN's supported mropeSection values (cacheMode 1 adds [11, 11, 10]).
 static bool cann_section_supported(const int64_t* sec, uint64_t n, int64_t cache_mode) {
@@ -201,7 +201,7 @@ Status prepare_rope_with_sin_cos_cache(const TensorView& positions, const Tensor
   const bool in_place = same_view(query, query_out) && same_view(key, key_out);
   const uint64_t out_bytes = in_place ? 0 : static_cast<uint64_t>(query_out.numel() + key_out.numel()) *
                                                 dtype_size(query.dtype);
-  job.config.stream_out = rotary_dim == head_size && out_bytes >= kStreamingBytes;
+  job.config.stream_out = rotary_dim == head_size && out_bytes >= static_cast<uint64_t>(kStreamingOutputBytes);
   Isa isa = Isa::kScalar;
   job.kernel = select_row_kernel(active_isa(), job.config, &isa);
   const int64_t heads = job.sides[0].heads + job.sides[1].heads;
