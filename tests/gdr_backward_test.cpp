@@ -537,16 +537,7 @@ struct AmxSwitch {  // restores the default (allowed) on exit
   ~AmxSwitch() { txops::set_amx_allowed(true); }
 };
 
-std::string grad_verbose_log(GradProblem& p) {
-  const bool was_verbose = txops::verbose();
-  txops::set_verbose(true);
-  ::testing::internal::CaptureStderr();
-  const Status st = p.run();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  txops::set_verbose(was_verbose);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return log;
-}
+std::string grad_verbose_log(GradProblem& p) { return verbose_log_of([&] { return p.run(); }); }
 
 // An output on a 64-byte boundary (HostTensor's storage is 16-byte aligned; the streamed stores need rows on vector
 // boundaries), poisoned.
@@ -554,8 +545,7 @@ struct AlignedOutput {
   AlignedOutput(DType dtype, std::vector<int64_t> shape) : dtype(dtype), shape(std::move(shape)) {
     int64_t n = 1;
     for (int64_t d : this->shape) n *= d;
-    bytes = n * static_cast<int64_t>(txops::dtype_size(dtype));
-    storage.assign(static_cast<size_t>(bytes + 64), 0xCD);
+    storage.assign(static_cast<size_t>(n * static_cast<int64_t>(txops::dtype_size(dtype)) + 64), 0xCD);
   }
   uint8_t* data() {
     const uintptr_t a = reinterpret_cast<uintptr_t>(storage.data());
@@ -566,7 +556,6 @@ struct AlignedOutput {
   }
   DType dtype;
   std::vector<int64_t> shape;
-  int64_t bytes = 0;
   std::vector<uint8_t> storage;
 };
 
@@ -594,17 +583,12 @@ TEST_P(GdrBackwardOnIsa, StreamedGradientsGiveTheBitsOfOrdinaryStores) {
     };
     const TensorView g = part(p.fwd.g.view()), d_final = part(p.d_final.view());
     forget_plan();
-    const bool was_verbose = txops::verbose();
-    txops::set_verbose(true);
-    ::testing::internal::CaptureStderr();
-    const Status st = txops::chunk_gated_delta_rule_grad(
-        part(p.fwd.q.view()), part(p.fwd.k.view()), part(p.fwd.v.view()), part(p.fwd.beta.view()),
-        part(p.fwd.initial_state.view()), p.fwd.lengths.view(), &g, p.fwd.scale(), part(p.d_out.view()), &d_final,
-        dq, dk, dv, dbeta, &dg, ds0);
-    const std::string log = ::testing::internal::GetCapturedStderr();
-    txops::set_verbose(was_verbose);
-    EXPECT_TRUE(st.ok()) << st.message();
-    return log;
+    return verbose_log_of([&] {
+      return txops::chunk_gated_delta_rule_grad(
+          part(p.fwd.q.view()), part(p.fwd.k.view()), part(p.fwd.v.view()), part(p.fwd.beta.view()),
+          part(p.fwd.initial_state.view()), p.fwd.lengths.view(), &g, p.fwd.scale(), part(p.d_out.view()), &d_final,
+          dq, dk, dv, dbeta, &dg, ds0);
+    });
   };
   AlignedOutput dq(c.act, {t, c.nk, c.dk}), dk(c.act, {t, c.nk, c.dk}), dv(c.act, {t, c.nv, c.dv});
   p.poison_outputs();

@@ -251,16 +251,18 @@ bool all_finite(const HostTensor& t) {
 
 std::vector<const char*> prefill_kernels() { return {"recurrent", "chunked"}; }
 
-std::string verbose_log(PrefillProblem& problem) {
+std::string verbose_log_of(const std::function<txops::Status()>& call) {
   const bool was_verbose = txops::verbose();
   txops::set_verbose(true);
   ::testing::internal::CaptureStderr();
-  const txops::Status st = problem.run();
+  const txops::Status st = call();
   const std::string log = ::testing::internal::GetCapturedStderr();
   txops::set_verbose(was_verbose);
   EXPECT_TRUE(st.ok()) << st.message();
   return log;
 }
+
+std::string verbose_log(PrefillProblem& problem) { return verbose_log_of([&] { return problem.run(); }); }
 
 void expect_chunk_mode_bit_identical_to_items_mode(PrefillProblem& problem) {
   std::vector<uint8_t> out_items, state_items;

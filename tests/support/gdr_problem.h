@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -142,7 +143,9 @@ class PrefillKernelScope : public ScopedEnv {
 // Runs `problem` with 1, 2, 3 and 4 threads (outputs pre-filled with 0xCD each time) and expects out and
 // finalState to be bit-identical to the 1-thread run, each multi-thread run on a partition of more than one thread.
 void expect_bit_identical_across_threads(PrefillProblem& problem);
-// Runs the problem with TXOPS_VERBOSE on and returns what it logged (the plan's kernel, mode, AMX tag).
+// Runs `call` with TXOPS_VERBOSE on, expects it to succeed and returns what it logged (the plan's kernel, mode, tags).
+std::string verbose_log_of(const std::function<txops::Status()>& call);
+// verbose_log_of the problem's run.
 std::string verbose_log(PrefillProblem& problem);
 // Chunk, column and pipeline mode (TXOPS_GDR_SPLIT=chunks|columns|pipeline) on 1-4 threads give items mode's bits
 // on one thread, and take every thread.
