@@ -349,6 +349,16 @@ HWY_INLINE void StreamRowF32(const float* src, int64_t count, T* dst, int64_t st
   StoreRowF32(src + j, count - j, dst + j * stride, stride);
 }
 
+// StreamRowF32 where `stream` (an output the plan found too large to stay in the caches), else StoreRowF32.
+template <class T>
+HWY_INLINE void PutRowF32(bool stream, const float* src, int64_t count, T* dst, int64_t stride) {
+  if (stream) {
+    StreamRowF32(src, count, dst, stride);
+  } else {
+    StoreRowF32(src, count, dst, stride);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace txops
 HWY_AFTER_NAMESPACE();

@@ -92,10 +92,8 @@ void TokenContiguousItem(const ConvProblem& p, const ConvItem& it, const Typed<T
         if (kSilu) acc = Silu(df, acc);
         hn::Store(acc, df, out + i);
       }
-      if (p.stream_y)  // y is large: streamed where this run of it is vector-aligned (no read before the write)
-        StreamRowF32(out, n, yc + t0, 1);
-      else
-        StoreRowF32(out, n, yc + t0, 1);
+      // y is large: streamed where this run of it is vector-aligned (no read before the write)
+      PutRowF32(p.stream_y, out, n, yc + t0, 1);
       std::memmove(buf, buf + n, (K - 1) * sizeof(float));  // the last K-1 values carry into the next segment
     }
   }

@@ -169,17 +169,6 @@ void PackKeyOperands(int64_t n, int64_t dkp, const GdrGradScratch& s) {
 }
 #endif
 
-// A gradient row into its tensor: streamed past the caches (StreamRowF32) where the plan says so, the caller
-// fencing before the item ends.
-template <class TA>
-HWY_INLINE void StoreGradRow(bool stream, const float* src, int64_t count, TA* dst, int64_t stride) {
-  if (stream) {
-    StreamRowF32(src, count, dst, stride);
-  } else {
-    StoreRowF32(src, count, dst, stride);
-  }
-}
-
 // The reverse step of chunk [t0, t0 + n) of value head h (its record just prepared): reads St (the checkpoint) and U,
 // updates the adjoint D (Dk x dvp, ∂L/∂Sᵀ) from after the chunk to before it, adds to the dq / dk accumulators and
 // stores dv, dβ and (when asked for) dg.
@@ -350,7 +339,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
     const float b = ps.beta[i];
     float* dv_row = s.grad_u + i * dvp;  // (dU is no longer needed)
     for (int64_t j = 0; j < dvp; ++j) dv_row[j] = -b * nr[i * dvp + j];
-    StoreGradRow(stream, dv_row, dv, At<TA>(P.grad_value, t, h), P.grad_value.strides[2]);
+    PutRowF32(stream, dv_row, dv, At<TA>(P.grad_value, t, h), P.grad_value.strides[2]);
     StoreScalarF32(s.dbeta[i], At<TA>(P.grad_beta, t, h));
     dg += s.dgate[i];
     if (P.has_grad_g) *At<float>(P.grad_g, t, h) = dg;
@@ -480,8 +469,8 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
         ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, st, u, ldu, adjoint(gi), plan.stream_grads);
       }
       for (int64_t i = 0; i < n; ++i) {
-        StoreGradRow(plan.stream_grads, s.dq + i * dkp, dk, At<TA>(P.grad_query, t0 + i, hk), P.grad_query.strides[2]);
-        StoreGradRow(plan.stream_grads, s.dk + i * dkp, dk, At<TA>(P.grad_key, t0 + i, hk), P.grad_key.strides[2]);
+        PutRowF32(plan.stream_grads, s.dq + i * dkp, dk, At<TA>(P.grad_query, t0 + i, hk), P.grad_query.strides[2]);
+        PutRowF32(plan.stream_grads, s.dk + i * dkp, dk, At<TA>(P.grad_key, t0 + i, hk), P.grad_key.strides[2]);
       }
     }
   }
