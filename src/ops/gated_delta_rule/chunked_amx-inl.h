@@ -79,11 +79,13 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Every tile function here uses the same shapes: the eight tiles of 16 rows x 64 bytes (16 fp32 or 32 bf16).
+// Every tile function here uses the same shapes: the eight tiles of 16 rows x 64 bytes (16 fp32 or 32 bf16). A
+// constant in read-only memory: a configuration filled on the stack before ldtilecfg lost its column stores in one
+// GCC build (its stores to the local struct were not kept in order with the instruction that reads them), and the
+// instruction faults on an invalid configuration.
 __attribute__((target("amx-tile"))) HWY_INLINE void LoadTileConfig() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  _tile_loadconfig(&cfg);
+  static constexpr TileConfig kConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+  _tile_loadconfig(&kConfig);
 }
 
 // Accumulates A (tile 4, and tile 5 when two_rows) times `parts` (three unless given) split parts of one 16-pair
