@@ -213,8 +213,9 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   // out (n rows of cols floats) = the split left operand (depth dvp) times b, both fp32 matrices (dA = −dR Uᵀ, −dR S,
   // U ∂L/∂S): their two leading parts, ProductOnTiles' order 1 (a relative error of order 2^-16 per product; as fp32
   // GEMMs these three were a fifth of the backward). An operand split only for these needs no third part.
-  auto two_fp32 = [&](const uint32_t* b, int64_t cols, float* out) {
-    gdr_amx::ProductOnTiles(n, dvp, s.a_split, a_part, 2, b, dvp / 2 * cols, 2, cols, false, nullptr, out, cols, 1);
+  auto two_fp32 = [&](const uint32_t* b, int64_t cols, float* out, Triangle tri = Triangle::kFull) {
+    gdr_amx::ProductOnTiles(n, dvp, s.a_split, a_part, 2, b, dvp / 2 * cols, 2, cols, false, nullptr, out, cols, 1,
+                            tri);
   };
   if (amx) {
     Bf16BitsOfWidened(d_out, n * dvp, s.dout16);
@@ -246,7 +247,8 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
 #if TXOPS_GDR_AMX
   if (amx) {  // + Pᵀ dO
     split_rows(s.p_t, C, n, C);
-    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.dout_pairs, 0, 1, dvp, true, nullptr, s.grad_u, dvp);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.dout_pairs, 0, 1, dvp, true, nullptr, s.grad_u, dvp, 2,
+                            Triangle::kUpperA);
   }
 #endif
   BackSolve(n, dvp, r.gram, s.grad_u, nr);
@@ -255,8 +257,8 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   if (amx) {  // all C columns (the masks read the triangle); −dR's parts are kept for −dR S below
     split_rows(nr, dvp, dv, dvp, 2);
     gdr_amx::SplitPairs(s.solved_t, C, dv, dvp / 2, nullptr, C, split);
-    two_fp32(split, C, s.products);
-    gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, C, s.products + n * C, C);
+    two_fp32(split, C, s.products, Triangle::kLowerC);
+    gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, C, s.products + n * C, C, Triangle::kLowerC);
   } else
 #endif
   {
@@ -315,11 +317,13 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
 #if TXOPS_GDR_AMX
   if (amx) {  // D ← e^{G_n} D + Kᵀ (β⊙γ⊙(−dR)) + Qᵀ (γ·scale⊙dO), the row scales r.row_scale
     split_rows(s.products + n * C, C, n, C);
-    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, nullptr, s.dq, dkp);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, nullptr, s.dq, dkp, 2,
+                            Triangle::kLowerA);
     split_rows(s.key_mix, C, n, C);
     gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.k_pairs, 0, 1, dkp, true, nullptr, s.dk, dkp);
     split_rows(s.p_t, C, n, C);
-    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.q_pairs, 0, 1, dkp, true, nullptr, s.dk, dkp);
+    gdr_amx::ProductOnTiles(n, C, s.a_split, a_part, 3, s.q_pairs, 0, 1, dkp, true, nullptr, s.dk, dkp, 2,
+                            Triangle::kUpperA);
     uint32_t* split_q = reinterpret_cast<uint32_t*>(s.a_split);
     gdr_amx::SplitPairs(nr, dvp, n, C / 2, r.row_scale, dvp, split);
     gdr_amx::SplitPairs(d_out, dvp, n, C / 2, r.row_scale + n, dvp, split_q);

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ops/gated_delta_rule/chunked_gemm-inl.h"
 #include "ops/gated_delta_rule/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -115,10 +116,14 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_INLINE void AccumulateParts(con
 // products are exact. Two split operands: order 1 keeps hi·hi, hi·mid and mid·hi (what is left out is of order
 // 2^-16 of the product; the backward's products of two fp32 matrices, README.md "Backward"), order 2 the six terms
 // down to 2^-16 (no faster than fp32 FMAs there). Tiles 0-3 accumulate a 32 x 32 block, 4-5 hold 16 rows of an A
-// part each, 6-7 16 columns of a B part each.
+// part each, 6-7 16 columns of a B part each; a B of one part stays in 6-7 while the A parts pass. tri: the 32-step
+// blocks of A that a triangular A holds only zeros in are skipped (adding their zero products changes no bit), and
+// with kLowerC the output blocks wholly above the diagonal are neither computed nor stored (the caller masks them).
 __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnTiles(
     int64_t rows, int64_t depth, const uint16_t* a, int64_t a_part, int a_parts, const uint32_t* b, int64_t b_part,
-    int b_parts, int64_t cols, bool accumulate, const float* row_scale, float* out, int64_t ldo, int order = 2) {
+    int b_parts, int64_t cols, bool accumulate, const float* row_scale, float* out, int64_t ldo, int order = 2,
+    gdr_gemm::Triangle tri = gdr_gemm::Triangle::kFull) {
+  using gdr_gemm::Triangle;
   LoadTileConfig();
   alignas(64) float block[4][16 * 16];
   const int64_t a_stride = depth * 2, b_stride = cols * 4;
@@ -126,24 +131,40 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnT
     const bool two_cols = cb + 32 <= cols;
     for (int64_t rb = 0; rb < rows; rb += 32) {
       const bool two_rows = rb + 16 < rows;
+      const int64_t row_end = rb + 32 < rows ? rb + 32 : rows;
+      if (tri == Triangle::kLowerC && cb >= row_end) continue;
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
       for (int64_t k = 0; k < depth; k += 32) {
+        if ((tri == Triangle::kLowerA && k >= row_end) || (tri == Triangle::kUpperA && k + 32 <= rb)) continue;
+        const uint32_t* bk = b + k / 2 * cols + cb;
+        if (b_parts == 1) {  // B's tiles loaded once for all of A's parts
+          _tile_loadd(6, bk, b_stride);
+          if (two_cols) _tile_loadd(7, bk + 16, b_stride);
+        }
         for (int pa = 0; pa < a_parts; ++pa) {
           const uint16_t* ap = a + pa * a_part + rb * depth + k;
           _tile_loadd(4, ap, a_stride);
           if (two_rows) _tile_loadd(5, ap + 16 * depth, a_stride);
-          AccumulateParts(b + k / 2 * cols + cb, b_part, b_stride, two_rows, two_cols,
-                          std::min(b_parts, order + 1 - pa));
+          if (b_parts == 1) {
+            if (pa > order) break;
+            _tile_dpbf16ps(0, 4, 6);
+            if (two_rows) _tile_dpbf16ps(2, 5, 6);
+            if (two_cols) {
+              _tile_dpbf16ps(1, 4, 7);
+              if (two_rows) _tile_dpbf16ps(3, 5, 7);
+            }
+          } else {
+            AccumulateParts(bk, b_part, b_stride, two_rows, two_cols, std::min(b_parts, order + 1 - pa));
+          }
         }
       }
       _tile_stored(0, block[0], 64);
       _tile_stored(1, block[1], 64);
       _tile_stored(2, block[2], 64);
       _tile_stored(3, block[3], 64);
-      const int64_t row_end = rb + 32 < rows ? rb + 32 : rows;
       for (int64_t i = rb; i < row_end; ++i) {
         const int64_t t = i - rb < 16 ? 0 : 2, r = (i - rb) % 16;
         for (int64_t h = 0; h < (two_cols ? 2 : 1); ++h) {
@@ -162,8 +183,8 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnT
 // given as SplitPairs' three parts: ProductOnTiles of one bf16 operand (kq16, rows dkp apart; dkp the depth) and
 // one split one. The backward uses it for any product of bf16 rows and a split fp32 matrix.
 inline void XOnTiles(int64_t rows, int64_t dkp, const uint16_t* kq16, const float* row_scale, const uint32_t* split,
-                     int64_t cols, float* x, int64_t ldx) {
-  ProductOnTiles(rows, dkp, kq16, 0, 1, split, dkp / 2 * cols, 3, cols, false, row_scale, x, ldx);
+                     int64_t cols, float* x, int64_t ldx, gdr_gemm::Triangle tri = gdr_gemm::Triangle::kFull) {
+  ProductOnTiles(rows, dkp, kq16, 0, 1, split, dkp / 2 * cols, 3, cols, false, row_scale, x, ldx, 2, tri);
 }
 
 // The state update Sᵀ ← g_last·Sᵀ + Kᵀ (decay ⊙ V') on columns [0, cols) of st (rows [0, dk), ld floats apart):
