@@ -27,7 +27,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/prefetch.h"
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/backward.h"
@@ -404,36 +403,12 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
   if (chunks > 0) {
     if (!given)
       for (int64_t gi = 0; gi < group; ++gi) stage(p.state_in, h0 + gi, checkpoint(gi, 0));
-    // A snapshot's rows (key-major memory: Dk runs of Dv floats).
-    auto prefetch_snapshot = [&](int64_t c, int64_t h) {
-      if (!given || c < 1 || P.checkpoints.strides[2] != 1) return;
-      const char* base = reinterpret_cast<const char*>(snapshot(c, h));
-      for (int64_t k = 0; k < dk; ++k)
-        PrefetchBytes(base + k * P.checkpoints.strides[3] * 4, dv * 4);
-    };
-    // The inputs of the next (value head, chunk) step, fetched while this one computes.
-    auto prefetch_next = [&](int64_t c, int64_t gi, int64_t c_next, bool reverse) {
-      const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
-      if (gi + 1 < group) {
-        PrefetchRows<TA>(p.value, t0, n, h0 + gi + 1, dv);
-        if (reverse) PrefetchRows<TA>(P.grad_out, t0, n, h0 + gi + 1, dv);
-        if (reverse) prefetch_snapshot(c, h0 + gi + 1);
-        if (reverse && P.has_corrected_values) PrefetchRows<float>(P.corrected_values, t0, n, h0 + gi + 1, dv);
-        return;
-      }
-      if (c_next < 0 || c_next >= chunks) return;
-      const int64_t t1 = t_begin + c_next * C, n1 = std::min(C, length - c_next * C);
-      PrefetchRows<TA>(p.key, t1, n1, hk, dk);
-      PrefetchRows<TA>(p.query, t1, n1, hk, dk);
-      PrefetchRows<TA>(p.value, t1, n1, h0, dv);
-      if (reverse) PrefetchRows<TA>(P.grad_out, t1, n1, h0, dv);
-      if (reverse) prefetch_snapshot(c_next, h0);
-      if (reverse && P.has_corrected_values) PrefetchRows<float>(P.corrected_values, t1, n1, h0, dv);
-    };
+    // No software prefetch of the next step's rows, V' rows or snapshot: each way tried (all of it ahead of the step,
+    // into L1 or L2, or a slice after each of eight stages, or only K, Q and V) ran 1-4 % slower than none (README.md,
+    // "Speed, session 41").
     for (int64_t c = 0; c < (given ? 0 : chunks); ++c) {
       const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
       for (int64_t gi = 0; gi < group; ++gi) {
-        prefetch_next(c, gi, c + 1, false);
         PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
         CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), c + 1 < chunks ? checkpoint(gi, c + 1) : nullptr);
       }
@@ -443,7 +418,6 @@ void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
       std::fill(s.dq, s.dq + n * dkp, 0.0f);
       std::fill(s.dk, s.dk + n * dkp, 0.0f);
       for (int64_t gi = 0; gi < group; ++gi) {
-        prefetch_next(c, gi, c - 1, true);
         PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
 #if TXOPS_GDR_AMX
         if (cx.amx && gi == 0) PackKeyOperands(n, dkp, s);
