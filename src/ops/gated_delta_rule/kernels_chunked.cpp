@@ -179,7 +179,8 @@ void StoreSnapshot(const GdrProblem& p, int64_t ld, int64_t b, int64_t end, int6
 // Prefetches the rows of q, k, v that the chunk of head h reads (one head ahead: its rows are in other cache
 // lines of the pages just used, which the hardware prefetchers do not fetch). SequenceHeads also prefetches the
 // next head's staged state (evicted to L3 by the other heads' chunks since its last use): 124.8 against 128.4 ms
-// (best of 6 alternating runs, Nv = 32, T = 2048, 1 thread, Zen 3).
+// (best of 6 alternating runs, Nv = 32, T = 2048, 1 thread, Zen 3). The row prefetches were dropped by GCC from
+// about session 12 to 40 (core/prefetch.h); live again, AMX runs 3-7 % faster (README.md "Speed, session 41").
 template <class TA>
 void PrefetchChunk(const GdrProblem& p, int64_t h, int64_t t0, int64_t n) {
   const int64_t hk = h / p.heads_per_key_head();
