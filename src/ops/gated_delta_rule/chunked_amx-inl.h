@@ -81,9 +81,8 @@ struct alignas(64) TileConfig {
 };
 
 // Every tile function here uses the same shapes: the eight tiles of 16 rows x 64 bytes (16 fp32 or 32 bf16). A
-// constant in read-only memory: a configuration filled on the stack before ldtilecfg lost its column stores in one
-// GCC build (its stores to the local struct were not kept in order with the instruction that reads them), and the
-// instruction faults on an invalid configuration.
+// constant in read-only memory: for a configuration filled on the stack, one GCC build emitted no stores of the
+// column widths before the ldtilecfg that reads them (session 41), and ldtilecfg faults on an invalid configuration.
 __attribute__((target("amx-tile"))) HWY_INLINE void LoadTileConfig() {
   static constexpr TileConfig kConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
   _tile_loadconfig(&kConfig);
@@ -144,12 +143,11 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnT
           _tile_loadd(6, bk, b_stride);
           if (two_cols) _tile_loadd(7, bk + 16, b_stride);
         }
-        for (int pa = 0; pa < a_parts; ++pa) {
+        for (int pa = 0; pa < a_parts && (b_parts > 1 || pa <= order); ++pa) {
           const uint16_t* ap = a + pa * a_part + rb * depth + k;
           _tile_loadd(4, ap, a_stride);
           if (two_rows) _tile_loadd(5, ap + 16 * depth, a_stride);
           if (b_parts == 1) {
-            if (pa > order) break;
             _tile_dpbf16ps(0, 4, 6);
             if (two_rows) _tile_dpbf16ps(2, 5, 6);
             if (two_cols) {
