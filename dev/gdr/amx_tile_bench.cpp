@@ -1,6 +1,7 @@
 // dev/gdr/amx_tile_bench.cpp — throwaway: the cost of one chunk-sized AMX product (rows 64 x depth 128 x cols 128,
 // the state split in three bf16 parts, as chunked_amx-inl.h XOnTiles does it) against the TDPBF16PS count's
-// ideal, for variants of the loop: per-call tile configuration, the store phase, the part order.
+// ideal, for variants of the loop: per-call tile configuration, the store phase, the part order. Arguments: the depth
+// and the column count (default 128 128): `build/dev_amx_tile_bench 256 32`.
 // Build: g++ -O2 -std=c++17 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mamx-tile -mamx-bf16 dev/gdr/amx_tile_bench.cpp
 //        -o build/dev_amx_tile_bench   (needs a CPU and OS with AMX; asks for the tile permission itself)
 #include <immintrin.h>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <vector>
 
 struct alignas(64) TileConfig {
@@ -81,6 +83,10 @@ __attribute__((noinline)) void product(int64_t rows, int64_t depth, const uint16
   if (kMode & 1) _tile_release();
 }
 
+// The products depth and columns (arguments 1 and 2; multiples of 32, columns at most 128): the operands outgrow L1
+// (A 64 x depth bf16, B three parts of depth / 2 x columns u32) as they grow (README.md "Speed, session 41").
+static int g_depth = 128, g_cols = 128;
+
 template <int kMode>
 double time_it(const char* name, const uint16_t* a, const uint32_t* split, float* x) {
   const int reps = 20000;
@@ -88,23 +94,29 @@ double time_it(const char* name, const uint16_t* a, const uint32_t* split, float
   double best = 1e30;
   for (int round = 0; round < 5; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) product<kMode>(64, 128, a, split, 128, x, 128);
+    for (int i = 0; i < reps; ++i) product<kMode>(64, g_depth, a, split, g_cols, x, 128);
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
     best = us < best ? us : best;
   }
   if (!(kMode & 1)) _tile_release();
-  const double dps = 2 * 4 * 4 * 3 * 4;  // row blocks x col blocks x k steps x parts x 4
+  const double dps = 2.0 * (g_cols / 32) * (g_depth / 32) * 3 * 4;  // row blocks x col blocks x k steps x parts x 4
   std::printf("%-44s %.3f us per product, %.1f ns per TDPBF16PS\n", name, best, best * 1e3 / dps);
   return best;
 }
 
-int main() {
+int main(int argc, char** argv) {
   if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) != 0) {
     std::printf("no AMX permission\n");
     return 1;
   }
-  std::vector<uint16_t> a(64 * 128, 0x3f80);
-  std::vector<uint32_t> split(3 * 64 * 128, 0x3f803f80u);
+  g_depth = argc > 1 ? std::atoi(argv[1]) : 128;
+  g_cols = argc > 2 ? std::atoi(argv[2]) : 128;
+  if (g_depth <= 0 || g_depth % 32 != 0 || g_depth > 4096 || g_cols <= 0 || g_cols % 32 != 0 || g_cols > 128) {
+    std::printf("depth: a multiple of 32 up to 4096; columns: 32, 64, 96 or 128\n");
+    return 1;
+  }
+  std::vector<uint16_t> a(64 * g_depth, 0x3f80);
+  std::vector<uint32_t> split(3 * g_depth / 2 * g_cols, 0x3f803f80u);
   std::vector<float> x(64 * 128);
   time_it<3>("config per call, store phase (XOnTiles)", a.data(), split.data(), x.data());
   time_it<2>("config once, store phase", a.data(), split.data(), x.data());
