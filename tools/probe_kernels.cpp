@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/amx.h"
 #include "core/prefetch.h"
 #include "probes.h"
 #include "txops/txops.h"
@@ -235,17 +236,9 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(long iteratio
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 // Four independent TDPBF16PS accumulator tiles (16 x 16 fp32, each += a 16 x 32 by 32 x 16 bf16 product).
 __attribute__((target("amx-tile,amx-bf16"))) double amx_bf16_loop(long iterations, float* sink) {
-  // A constant, as the kernels' own (src/ops/gated_delta_rule/chunked_amx-inl.h LoadTileConfig): a configuration
-  // filled on the stack may reach ldtilecfg without its stores, and an invalid one faults.
-  struct alignas(64) TileConfig {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-  };
-  static constexpr TileConfig cfg = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
   alignas(64) static const uint16_t operand[16 * 32] = {};  // zeros: the timing does not depend on the values
   alignas(64) float out[16 * 16];
-  _tile_loadconfig(&cfg);
+  _tile_loadconfig(&kAmxTiles16x64);  // core/amx.h, as the kernels
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);

@@ -5,7 +5,22 @@
 #ifndef TXOPS_CORE_AMX_H_
 #define TXOPS_CORE_AMX_H_
 
+#include <cstdint>
+
 namespace txops {
+
+// The 64-byte block ldtilecfg reads (palette 1).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+// The configuration every tile kernel here uses (the GDR prefill and backward, the bench's AMX probe): tiles 0-7 of
+// 16 rows x 64 bytes (16 fp32 or 32 bf16). A constant in read-only memory: for one filled on the stack, a GCC build
+// emitted no stores of the column widths before the ldtilecfg that reads them (session 41), and ldtilecfg faults on an
+// invalid configuration.
+inline constexpr AmxTileConfig kAmxTiles16x64 = {
+    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
 // The CPU and OS allow AMX bf16 tiles (checked, and the permission asked for, once) and nothing forbids them.
 bool amx_bf16_usable();

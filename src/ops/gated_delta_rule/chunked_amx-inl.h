@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/amx.h"
 #include "ops/gated_delta_rule/chunked_gemm-inl.h"
 #include "ops/gated_delta_rule/kernels.h"
 
@@ -74,19 +75,8 @@ inline void SplitPairs(const float* src, int64_t ld, int64_t valid, int64_t pair
   }
 }
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// Every tile function here uses the same shapes: the eight tiles of 16 rows x 64 bytes (16 fp32 or 32 bf16). A
-// constant in read-only memory: for a configuration filled on the stack, one GCC build emitted no stores of the
-// column widths before the ldtilecfg that reads them (session 41), and ldtilecfg faults on an invalid configuration.
-__attribute__((target("amx-tile"))) HWY_INLINE void LoadTileConfig() {
-  static constexpr TileConfig kConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
-  _tile_loadconfig(&kConfig);
-}
+// Every tile function here uses core/amx.h's configuration, the eight tiles of 16 rows x 64 bytes.
+__attribute__((target("amx-tile"))) HWY_INLINE void LoadTileConfig() { _tile_loadconfig(&kAmxTiles16x64); }
 
 // Accumulates A (tile 4, and tile 5 when two_rows) times `parts` (three unless given) split parts of one 16-pair
 // step, the first part at b and the next ones `part` further (rows b_stride bytes apart), into the 32 x 32 block of tiles 0-3 (1 and 3
