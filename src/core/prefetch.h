@@ -15,28 +15,36 @@ namespace txops {
 // diagnostic (session 17's first build; in session 41 every prefetch of the chunked prefill's and the backward's
 // next-step helpers had been dropped so). A volatile asm is never deleted.
 #if defined(__GNUC__) || defined(__clang__)
+// One line into L1.
+__attribute__((always_inline)) inline void PrefetchL1(const void* address) {
 #if defined(__x86_64__)
-#define TXOPS_PREFETCH_L1(address) asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(address)))
-#define TXOPS_PREFETCH_L2(address) asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(address)))
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(address)));
 #else
-#define TXOPS_PREFETCH_L1(address) __builtin_prefetch(address, /*rw=*/0, /*locality=*/3)
-#define TXOPS_PREFETCH_L2(address) __builtin_prefetch(address, /*rw=*/0, /*locality=*/2)
+  __builtin_prefetch(address, /*rw=*/0, /*locality=*/3);
 #endif
-__attribute__((always_inline)) inline void PrefetchL2(const void* address) { TXOPS_PREFETCH_L2(address); }
+}
+__attribute__((always_inline)) inline void PrefetchL2(const void* address) {
+#if defined(__x86_64__)
+  asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(address)));
+#else
+  __builtin_prefetch(address, /*rw=*/0, /*locality=*/2);
+#endif
+}
 // Every 64-byte line from address to address + bytes (stepping from address itself), into L1: the rows of the
 // next work unit (the next head's q, k, v rows and staged state, the next checkpoint's rows, the conv's next token
 // segment, the next RoPE rows).
 __attribute__((always_inline)) inline void PrefetchBytes(const void* address, int64_t bytes) {
   const char* p = static_cast<const char*>(address);
-  for (int64_t b = 0; b < bytes; b += 64) TXOPS_PREFETCH_L1(p + b);
+  for (int64_t b = 0; b < bytes; b += 64) PrefetchL1(p + b);
 }
 // The same into L2: rows still in DRAM a stream reaches soon, which prefetched into L1 held the loads up on a Zen 4
 // (the GDR decode's rows ahead, the RoPE row slices: their READMEs, session 31).
 __attribute__((always_inline)) inline void PrefetchBytesL2(const void* address, int64_t bytes) {
   const char* p = static_cast<const char*>(address);
-  for (int64_t b = 0; b < bytes; b += 64) TXOPS_PREFETCH_L2(p + b);
+  for (int64_t b = 0; b < bytes; b += 64) PrefetchL2(p + b);
 }
 #else
+inline void PrefetchL1(const void*) {}
 inline void PrefetchL2(const void*) {}
 inline void PrefetchBytes(const void*, int64_t) {}
 inline void PrefetchBytesL2(const void*, int64_t) {}
