@@ -46,6 +46,11 @@ class BenchCase {
   virtual CheckResult check() = 0;
   // The (contiguous) tensors the op writes, for the thread-count bit-identity check.
   virtual std::vector<TensorView> outputs() const = 0;
+  // A case judged against another call's time (the backward against the training forward that feeds it): one call of
+  // that other op, which the runner alternates with run() in the timed loop, so that both minima come from the same
+  // minutes of a host whose speed drifts (docs/measurement.md). Empty name: none.
+  virtual Status run_paired_baseline() { return Status(StatusCode::kRuntimeError, "no paired baseline"); }
+  std::string paired_baseline;  // what run_paired_baseline runs, for the report
 
   double bytes = 0;        // bytes the op must read + write, each tensor counted once
   double flops = 0;        // GDR: 6*Dk*Dv per token per value head

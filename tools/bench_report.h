@@ -37,6 +37,8 @@ struct CaseResult {
   double slice_gbps = 0, slice_ratio = 0;
   std::string slice_pattern;  // e.g. "bytes [256, 384) of 384-byte rows, in place"
   // per-call overhead (decode RoPE): medians of whole calls on the decode shape and on a minimal shape
+  std::string paired_baseline;   // BenchCase::paired_baseline: timed alternating with the case
+  double paired_baseline_min_s = 0;
   bool has_overhead = false;
   double aclnn_call_s = 0, cpp_call_s = 0, aclnn_overhead_s = 0, cpp_overhead_s = 0;
 };

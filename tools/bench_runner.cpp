@@ -24,9 +24,12 @@ struct Timing {
 };
 
 // Times `fn` (after one warm-up call): `reps` calls, or when 0 as many as fit in ~target_s (bounded). With an
-// evictor, the caches are evicted before every call (the eviction is not timed).
-template <class Fn>
-Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps, CacheEvictor* evictor = nullptr) {
+// evictor, the caches are evicted before every call (the eviction is not timed). `before` runs, untimed, ahead of
+// every call (and of its eviction).
+template <class Fn, class Before>
+Timing time_calls_after(Fn fn, Before before, int reps, double target_s, int min_reps, int max_reps,
+                        CacheEvictor* evictor) {
+  before();
   if (evictor != nullptr) evictor->evict();
   double t0 = now_seconds();
   fn();
@@ -37,6 +40,7 @@ Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps, 
   }
   std::vector<double> times(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) {
+    before();
     if (evictor != nullptr) evictor->evict();
     t0 = now_seconds();
     fn();
@@ -48,6 +52,27 @@ Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps, 
   t.min_s = times.front();
   t.median_s = median_of_sorted(times);
   return t;
+}
+
+template <class Fn>
+Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps, CacheEvictor* evictor = nullptr) {
+  return time_calls_after(fn, [] {}, reps, target_s, min_reps, max_reps, evictor);
+}
+
+// As time_calls, with `baseline` timed (its caches evicted first, as fn's) ahead of every call of fn: both minima
+// from the same minutes (BenchCase::run_paired_baseline). The baseline's minimum goes to *baseline_min_s.
+template <class Fn, class Base>
+Timing time_calls_paired(Fn fn, Base baseline, int reps, double target_s, int min_reps, int max_reps,
+                         CacheEvictor* evictor, double* baseline_min_s) {
+  *baseline_min_s = 0;
+  const auto timed_baseline = [&] {
+    if (evictor != nullptr) evictor->evict();
+    const double t0 = now_seconds();
+    baseline();
+    const double b = now_seconds() - t0;
+    if (*baseline_min_s == 0 || b < *baseline_min_s) *baseline_min_s = b;
+  };
+  return time_calls_after(fn, timed_baseline, reps, target_s, min_reps, max_reps, evictor);
 }
 
 bool selected(const CaseSpec& s, const BenchOptions& o, Dims* dims) {
@@ -169,8 +194,20 @@ void measure_case(const CaseSpec& spec, const Dims& dims, const BenchOptions& op
         // --quick every case is small, and all are evicted (the smoke test runs the eviction).
         CacheEvictor* const case_evictor = small && !options.quick ? nullptr : evictor;
         const int max_reps = case_evictor != nullptr ? 10 : small ? 20000 : 200;
-        const Timing tm = time_calls([&] { (void)bc->run(); }, options.reps, target_s, std::min(small ? 20 : 3, max_reps),
-                                     max_reps, case_evictor);
+        const int min_reps = std::min(small ? 20 : 3, max_reps);
+        Timing tm;
+        if (bc->paired_baseline.empty()) {
+          tm = time_calls([&] { (void)bc->run(); }, options.reps, target_s, min_reps, max_reps, case_evictor);
+        } else {
+          const Status base_st = bc->run_paired_baseline();
+          if (!base_st.ok() && r.passed) {
+            r.passed = false;
+            r.message = bc->paired_baseline + ": " + base_st.message();
+          }
+          tm = time_calls_paired([&] { (void)bc->run(); }, [&] { (void)bc->run_paired_baseline(); }, options.reps,
+                                 target_s, min_reps, max_reps, case_evictor, &r.paired_baseline_min_s);
+          r.paired_baseline = bc->paired_baseline;
+        }
         r.cache = case_evictor != nullptr ? "cold" : "warm";
         r.reps = tm.reps;
         r.time_min_s = tm.min_s;
