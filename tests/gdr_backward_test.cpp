@@ -559,46 +559,6 @@ struct AlignedOutput {
   std::vector<uint8_t> storage;
 };
 
-// With the forward's snapshots and streamed gradients the items run in step (the log's "lanes=8"): a round of
-// chunks of up to 8 key heads, their dq, dk and dv rows stored token by token afterwards. Items of other lengths and
-// of other sequences share a round (an empty one, one of 130 tokens beside one of 3062); the bits are those of the
-// items one at a time (TXOPS_GDR_GRAD_LANES=1), with 3 lanes and on 2 threads too.
-TEST_P(GdrBackwardOnIsa, ItemsInStepGiveTheBitsOfOneAtATime) {
-  PrefillConfig c = config({5000, 0, 130, 3062}, 4, 8, 64, 64);
-  c.act = DType::kBF16;
-  GradProblem p(c);
-  p.record_forward();
-  const int64_t t = p.fwd.tokens();
-  AlignedOutput dq(c.act, {t, c.nk, c.dk}), dk(c.act, {t, c.nk, c.dk}), dv(c.act, {t, c.nv, c.dv});
-  auto call = [&](const char* lanes, int threads) {
-    ScopedEnv env("TXOPS_GDR_GRAD_LANES", lanes);
-    ScopedThreads scope(threads);
-    std::fill(dq.storage.begin(), dq.storage.end(), 0xCD);
-    std::fill(dk.storage.begin(), dk.storage.end(), 0xCD);
-    std::fill(dv.storage.begin(), dv.storage.end(), 0xCD);
-    p.poison_outputs();
-    const TensorView gv = p.fwd.g.view(), dfv = p.d_final.view(), dgv = p.dg.view();
-    forget_plan();
-    const std::string log = verbose_log_of([&] {
-      return txops::chunk_gated_delta_rule_grad(
-          p.fwd.q.view(), p.fwd.k.view(), p.fwd.v.view(), p.fwd.beta.view(), p.fwd.initial_state.view(),
-          p.fwd.lengths.view(), &gv, p.fwd.scale(), p.d_out.view(), &dfv, dq.view(), dk.view(), dv.view(),
-          p.dbeta.view(), &dgv, p.ds0.view(), &p.checkpoints_view, &p.corrected_view);
-    });
-    EXPECT_NE(log.find("stream=1"), std::string::npos) << log;
-    EXPECT_NE(log.find(std::string(" lanes=") + (lanes != nullptr ? lanes : "8") + " "), std::string::npos) << log;
-    std::vector<std::vector<uint8_t>> bytes = p.output_bytes();
-    bytes.push_back(dq.storage);
-    bytes.push_back(dk.storage);
-    bytes.push_back(dv.storage);
-    return bytes;
-  };
-  const std::vector<std::vector<uint8_t>> one_at_a_time = call("1", 1);
-  EXPECT_TRUE(call(nullptr, 1) == one_at_a_time) << "8 lanes give other bits";
-  EXPECT_TRUE(call("3", 1) == one_at_a_time) << "3 lanes give other bits";
-  EXPECT_TRUE(call(nullptr, 2) == one_at_a_time) << "8 lanes on 2 threads give other bits";
-}
-
 // Gradients of 4 MiB or more are written with non-temporal stores (the log's "stream=1"): one call on 8 heads whose
 // dq, dk and dv take 4 MiB each (aligned, so every row streams) gives, head for head, the bits of calls on one head
 // (0.5 MiB each: ordinary stores).

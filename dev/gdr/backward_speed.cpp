@@ -6,7 +6,8 @@
 // DEV_NV other head counts; DEV_HUGE=1 the large buffers on 2 MiB pages; DEV_HEAD_MAJOR=1 the token-major tensors in
 // head-major memory (DEV_HM_SET=q,k,v,beta,g,out,dout,dq,dk,dv,db,dg,cv: only those); in-process A/B of the backward
 // (the host's drift cancelled): DEV_AB_HM=1 token-major against head-major views of the same memory,
-// DEV_AB_ENV=NAME=a,b an environment knob read at plan time (e.g. TXOPS_GDR_GRAD_LANES=1,8).
+// DEV_AB_ENV=NAME=a,b an environment knob read at plan time (e.g. TXOPS_GRAINS_PER_PART=1,8); DEV_AB_FORWARD=1 runs
+// the forward (untimed) before each backward, as the bench's paired loop and training do.
 // Usage: BUILD_DIR=build-bwd dev/gdr/build.sh backward_speed; build-bwd/dev_backward_speed [T] [reps] [threads...]
 #include <algorithm>
 #include <chrono>
@@ -40,8 +41,8 @@ struct Buf {
       madvise(base, rounded, MADV_HUGEPAGE);
       std::memset(base, 0, size);
     } else {
-      bytes.assign(size, 0);
-      base = bytes.data();
+      bytes.assign(size + 64, 0);  // 64-byte aligned, as the bench's and PyTorch's buffers (the streamed stores need it)
+      base = bytes.data() + (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
     }
     nbytes = size;
   }
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
       double best[2] = {1e30, 1e30};
       for (int i = 0; i < 2 * reps; ++i) {
         setenv(name.c_str(), (i % 2 ? b2 : a).c_str(), 1);
+        if (std::getenv("DEV_AB_FORWARD") != nullptr) forward();  // as in training: the forward's record just written
         const double t0 = now();
         backward();
         best[i % 2] = std::min(best[i % 2], now() - t0);

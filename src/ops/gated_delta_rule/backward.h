@@ -60,11 +60,6 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
                                            const TensorView* forward_checkpoints,
                                            const TensorView* forward_corrected_values, PreparedOp* op);
 
-// Items run in step (GdrGradPlan::lanes) with the forward's checkpoints and streamed gradients: a round of 8 key
-// heads' chunks stores their dq, dk and dv rows token by token, a token's rows of neighbouring heads side by side in
-// memory, instead of 256-byte rows a page apart (README.md "Backward", session 42).
-constexpr int64_t kGdrGradLanes = 8;
-
 // Items are (sequence, key head) pairs: one item runs every value head of its key head, so dq and dk (shared by
 // those value heads) are summed inside the item in head order, and no item writes what another writes.
 struct GdrGradPlan {
@@ -77,9 +72,6 @@ struct GdrGradPlan {
   int64_t value_dim_padded = 0;     // Dv rounded up to 16
   int64_t max_chunks = 0;           // chunks of the longest sequence
   int64_t kept_chunks = 0;          // chunks whose S and U the scratch keeps: max_chunks, or 1 with the checkpoints
-  int64_t lanes = 1;                // items run in step per thread (their adjoints, dq / dk and dv rows kept side by
-                                    // side): kGdrGradLanes with the checkpoints and streamed gradients, else 1
-                                    // (without checkpoints every chunk's S and U would be kept per lane)
   int64_t scratch_floats = 0;       // per thread (one area per part)
   bool amx = false;                 // the products with a bf16 operand on AMX tiles (bf16 activations, Dk and Dv
                                     // rounded to 16 multiples of 32, a CPU and OS with AMX-BF16; README "AMX path")
@@ -94,7 +86,7 @@ struct GdrGradScratch {
   GdrPassScratch pass;          // X = β⊙e^G⊙K Sᵀ of the checkpoint pass
   float* checkpoints = nullptr; // G x kept x Dk x dvp: Sᵀ before each chunk (fp32; kept = plan.kept_chunks)
   float* solved = nullptr;      // G x kept x C x dvp: U = (I + A)^{-1} (β⊙V − X) of each chunk
-  float* adjoint = nullptr;     // lanes x G x Dk x dvp: ∂L/∂Sᵀ of each value head, carried backwards over the chunks
+  float* adjoint = nullptr;     // G x Dk x dvp: ∂L/∂Sᵀ of each value head, carried backwards over the chunks
   float* state = nullptr;       // dvp x dkp: S (the checkpoint, untransposed)
   float* adjoint_rows = nullptr;// dvp x dkp: ∂L/∂S (the adjoint, untransposed)
   float* stacked = nullptr;     // 2C x dvp: [−dR; dO]
@@ -110,7 +102,6 @@ struct GdrGradScratch {
   float* value = nullptr;       // C x dvp: the chunk's v rows
   float* dq = nullptr;          // C x dkp accumulators (all value heads of the key head)
   float* dk = nullptr;          // C x dkp
-  float* dv_stage = nullptr;    // lanes x G x C x dvp: dv rows kept until a round's rows are stored (lanes > 1)
   float* dbeta = nullptr;       // C
   float* dgate = nullptr;       // C: ∂L/∂G (G = cumsum of g in the chunk), then dg
   float* colsum = nullptr;      // C
@@ -123,8 +114,8 @@ struct GdrGradScratch {
   uint16_t* a_split = nullptr;  // 3 x C x max(dvp, C): a left operand's three parts
 };
 
-inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, int64_t lanes, int64_t dk, int64_t dkp,
-                              int64_t dvp, GdrGradScratch* s) {
+inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, int64_t dk, int64_t dkp, int64_t dvp,
+                              GdrGradScratch* s) {
   constexpr int64_t C = kGdrChunk;
   GdrCarver c(base);
   float* pack = c.take(gdr_carve_pack(nullptr, dkp, &s->pack));  // (sizes first; pointers when there is a base)
@@ -137,7 +128,7 @@ inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, i
   }
   s->checkpoints = c.take(group * kept_chunks * dk * dvp);
   s->solved = c.take(group * kept_chunks * C * dvp);
-  s->adjoint = c.take(lanes * group * dk * dvp);
+  s->adjoint = c.take(group * dk * dvp);
   s->state = c.take(dvp * dkp);
   s->adjoint_rows = c.take(dvp * dkp);
   s->stacked = c.take(2 * C * dvp);
@@ -151,9 +142,8 @@ inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, i
   s->u_adj = c.take(C * dkp);
   s->scaled_t = c.take(dkp * 2 * C);
   s->value = c.take(C * dvp);
-  s->dq = c.take(lanes * C * dkp);
-  s->dk = c.take(lanes * C * dkp);
-  s->dv_stage = lanes > 1 ? c.take(lanes * group * C * dvp) : nullptr;
+  s->dq = c.take(C * dkp);
+  s->dk = c.take(C * dkp);
   s->dbeta = c.take(C);
   s->dgate = c.take(C);
   s->colsum = c.take(C);

@@ -26,7 +26,6 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "core/simd_convert-inl.h"
 #include "core/simd_matrix_copy-inl.h"
@@ -171,11 +170,10 @@ void PackKeyOperands(int64_t n, int64_t dkp, const GdrGradScratch& s) {
 
 // The reverse step of chunk [t0, t0 + n) of value head h (its record just prepared): reads St (the checkpoint) and U,
 // updates the adjoint D (Dk x dvp, ∂L/∂Sᵀ) from after the chunk to before it, adds to the dq / dk accumulators and
-// stores dv (or leaves its rows in dv_stage, C x dvp, when given), dβ and (when asked for) dg.
+// stores dv, dβ and (when asked for) dg.
 template <class TA>
 void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, int64_t t0, int64_t n,
-                  const GdrGradScratch& s, const float* st, const float* u, int64_t ldu, float* adj, bool stream,
-                  float* dv_stage) {
+                  const GdrGradScratch& s, const float* st, const float* u, int64_t ldu, float* adj, bool stream) {
   const GdrProblem& p = *cx.p;
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
@@ -342,226 +340,129 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   for (int64_t i = n - 1; i >= 0; --i) {
     const int64_t t = t0 + i;
     const float b = ps.beta[i];
-    float* dv_row = (dv_stage != nullptr ? dv_stage : s.grad_u) + i * dvp;  // (dU is no longer needed)
+    float* dv_row = s.grad_u + i * dvp;  // (dU is no longer needed)
     for (int64_t j = 0; j < dvp; ++j) dv_row[j] = -b * nr[i * dvp + j];
-    if (dv_stage == nullptr) PutRowF32(stream, dv_row, dv, At<TA>(P.grad_value, t, h), P.grad_value.strides[2]);
+    PutRowF32(stream, dv_row, dv, At<TA>(P.grad_value, t, h), P.grad_value.strides[2]);
     StoreScalarF32(s.dbeta[i], At<TA>(P.grad_beta, t, h));
     dg += s.dgate[i];
     if (P.has_grad_g) *At<float>(P.grad_g, t, h) = dg;
   }
 }
 
-// Several items run in step (GdrGradPlan::lanes: with the forward's snapshots and streamed gradients): a round runs one
-// chunk of each, and then stores their dq, dk and dv rows token by token, so that the streamed stores of one token's
-// rows of neighbouring heads are neighbours in memory, where each item's own rows are 256 bytes a token's row of
-// every head apart (README.md "Backward", session 42). One item's place: its sequence, key head and lane (its
-// value heads' adjoints, its dq / dk accumulators and its staged dv rows in the scratch).
-struct ItemFrame {
-  int64_t b = 0, hk = 0, h0 = 0, length = 0, t_begin = 0, chunks = 0, lane = 0;
-  float* adjoint = nullptr;  // group x Dk x dvp
-};
-
 template <class TA, class TS>
-class ItemRunner {
- public:
-  ItemRunner(const GdrGradPlan& plan, float* scratch)
-      : plan_(plan), P_(plan.problem), p_(P_.fwd), group_(p_.heads_per_key_head()), dk_(p_.key_dim),
-        dv_(p_.value_dim), dkp_(plan.key_dim_padded), dvp_(plan.value_dim_padded), given_(P_.has_checkpoints) {
-    gdr_grad_carve(scratch, group_, plan.kept_chunks, plan.lanes, dk_, dkp_, dvp_, &s_);
-    cx_.p = &p_;
-    cx_.dkp = dkp_;
-    cx_.dvp = dvp_;
-    cx_.ld = dvp_;  // the checkpoints are Dk rows of dvp floats
-    cx_.amx = cx_.bf16_dot = plan.amx && std::is_same<TA, hwy::bfloat16_t>::value;
-    // With the forward's snapshots (P.has_checkpoints) one chunk's S and U are kept per value head (slot 0), staged
-    // in the reverse pass; without them, every chunk's, from the checkpoint pass.
-    cx_.scaled_values = !(given_ && P_.has_corrected_values);  // with V' given, U is V': nothing is solved
-    // A key-major snapshot whose Dk rows are contiguous runs of Dv = dvp floats is already Sᵀ as the reverse step
-    // reads it (with V' given, nothing else reads the staged copy): it is used where it lies.
-    snapshot_in_place_ = given_ && P_.has_corrected_values && dv_ == dvp_ && P_.checkpoints.strides[2] == 1 &&
-                         P_.checkpoints.strides[3] == dvp_;
-    // V' rows of Dv = dvp contiguous floats are U as the reverse step reads it (rows ldu floats apart): in place.
-    corrected_in_place_ = P_.has_corrected_values && dv_ == dvp_ && P_.corrected_values.strides[2] == 1;
-    staged_ = plan.lanes > 1;  // the dv rows wait for the round's store (StoreRound)
-  }
-
-  // Lane `lane` of the scratch for item `item`.
-  ItemFrame Frame(int64_t item, int64_t lane) const {
-    ItemFrame f;
-    f.b = item / p_.num_key_heads;
-    f.hk = item % p_.num_key_heads;
-    f.h0 = f.hk * group_;
-    f.length = p_.seq_length(f.b);
-    f.t_begin = p_.seq_start[f.b];
-    f.chunks = (f.length + C - 1) / C;
-    f.adjoint = s_.adjoint + lane * group_ * dk_ * dvp_;
-    f.lane = lane;
-    return f;
-  }
-
-  // D after the sequence: ∂L/∂finalState (read before gradInitialState, which may be the same memory, is written);
-  // without the snapshots, the checkpoint pass.
-  void Begin(const ItemFrame& f) {
-    for (int64_t gi = 0; gi < group_; ++gi) {
-      float* adj = f.adjoint + gi * dk_ * dvp_;
-      if (P_.has_grad_final_state) {
-        Stage(f, P_.grad_final_state, f.h0 + gi, adj);
-      } else {
-        std::fill(adj, adj + dk_ * dvp_, 0.0f);
-      }
-    }
-    if (given_ || f.chunks == 0) return;
-    for (int64_t gi = 0; gi < group_; ++gi) Stage(f, p_.state_in, f.h0 + gi, Checkpoint(gi, 0));
-    for (int64_t c = 0; c < f.chunks; ++c) {
-      const int64_t t0 = f.t_begin + c * C, n = std::min(C, f.length - c * C);
-      for (int64_t gi = 0; gi < group_; ++gi) {
-        PrepareChunk<TA>(cx_, f.h0 + gi, t0, n, s_.pack, s_.record);
-        CheckpointChunk(cx_, n, s_, Checkpoint(gi, c), Solved(gi, c), c + 1 < f.chunks ? Checkpoint(gi, c + 1) : nullptr);
-      }
-    }
-  }
-
-  // The reverse step of chunk c of every value head of the item; then its dq and dk rows. No software prefetch of
-  // the next step's rows, V' rows or snapshot: each way tried (all of it ahead of the step, into L1 or L2, or a
-  // slice after each of eight stages, or only K, Q and V; session 42: a few lines at every tile step) ran no faster
-  // than none (README.md, "Speed, session 41").
-  void Step(const ItemFrame& f, int64_t c) {
-    const int64_t t0 = f.t_begin + c * C, n = std::min(C, f.length - c * C);
-    GdrGradScratch s = s_;  // this lane's dq / dk accumulators
-    s.dq = s_.dq + f.lane * C * dkp_;
-    s.dk = s_.dk + f.lane * C * dkp_;
-    std::fill(s.dq, s.dq + n * dkp_, 0.0f);
-    std::fill(s.dk, s.dk + n * dkp_, 0.0f);
-    for (int64_t gi = 0; gi < group_; ++gi) {
-      const int64_t h = f.h0 + gi;
-      PrepareChunk<TA>(cx_, h, t0, n, s_.pack, s_.record);
-#if TXOPS_GDR_AMX
-      if (cx_.amx && gi == 0) PackKeyOperands(n, dkp_, s);
-#endif
-      const float* st = Checkpoint(gi, c);
-      const float* u = Solved(gi, c);
-      int64_t ldu = dvp_;
-      if (given_) {  // S from the forward; U its V' rows, or recomputed (the checkpoint pass's step, no update)
-        if (c == 0) {
-          Stage(f, p_.state_in, h, Checkpoint(gi, c));
-        } else if (snapshot_in_place_) {
-          st = Snapshot(f, c, h);
-        } else {
-          StageFrom(Snapshot(f, c, h), P_.checkpoints, Checkpoint(gi, c));
-        }
-        if (corrected_in_place_) {
-          u = Element<float>(P_.corrected_values, t0, h);
-          ldu = P_.corrected_values.strides[0];
-        } else if (P_.has_corrected_values) {
-          const TensorView& v = P_.corrected_values;
-          for (int64_t i = 0; i < n; ++i)
-            LoadRow(Element<float>(v, t0 + i, h), v.strides[2], dv_, dvp_, 1.0f, Solved(gi, c) + i * dvp_);
-        } else {
-          CheckpointChunk(cx_, n, s_, Checkpoint(gi, c), Solved(gi, c), nullptr);
-        }
-      }
-      ReverseChunk<TA>(cx_, P_, h, t0, n, s, st, u, ldu, f.adjoint + gi * dk_ * dvp_, plan_.stream_grads,
-                       Staged() ? DvStage(f.lane, gi) : nullptr);
-    }
-    if (!Staged())
-      for (int64_t i = 0; i < n; ++i) StoreRows(f, t0, i);
-  }
-
-  // The dq, dk and dv rows of chunk c of frames[l] for l in [first, last) (items of one sequence, all at chunk c),
-  // token by token: one token's rows of consecutive key heads are neighbours in memory, and so are its value heads'.
-  void StoreRound(const std::vector<ItemFrame>& frames, size_t first, size_t last, int64_t c) {
-    const ItemFrame& f0 = frames[first];
-    const int64_t t0 = f0.t_begin + c * C, n = std::min(C, f0.length - c * C);
-    for (int64_t i = 0; i < n; ++i)
-      for (size_t l = first; l < last; ++l) StoreRows(frames[l], t0, i);
-  }
-  bool Staged() const { return staged_; }
-
- private:
-  // Row i of the lane's dq and dk (and of its dv rows when staged) for the chunk at t0.
-  void StoreRows(const ItemFrame& f, int64_t t0, int64_t i) {
-    const float* dq = s_.dq + f.lane * C * dkp_;
-    const float* dk = s_.dk + f.lane * C * dkp_;
-    PutRowF32(plan_.stream_grads, dq + i * dkp_, dk_, At<TA>(P_.grad_query, t0 + i, f.hk), P_.grad_query.strides[2]);
-    PutRowF32(plan_.stream_grads, dk + i * dkp_, dk_, At<TA>(P_.grad_key, t0 + i, f.hk), P_.grad_key.strides[2]);
-    if (!staged_) return;
-    for (int64_t gi = 0; gi < group_; ++gi)
-      PutRowF32(plan_.stream_grads, DvStage(f.lane, gi) + i * dvp_, dv_, At<TA>(P_.grad_value, t0 + i, f.h0 + gi),
-                P_.grad_value.strides[2]);
-  }
-  float* DvStage(int64_t lane, int64_t gi) const { return s_.dv_stage + (lane * group_ + gi) * C * dvp_; }
-
- public:
-
-  // D before the sequence: ∂L/∂initialState.
-  void End(const ItemFrame& f) {
-    const TensorView& v = P_.grad_initial_state;
-    for (int64_t gi = 0; gi < group_; ++gi)
-      StoreMatrixF32(f.adjoint + gi * dk_ * dvp_, dvp_, dk_, dv_, Head(f, v, f.h0 + gi), v.strides[3], v.strides[2]);
-  }
-
- private:
-  float* Checkpoint(int64_t gi, int64_t c) const {
-    return s_.checkpoints + (gi * plan_.kept_chunks + (given_ ? 0 : c)) * dk_ * dvp_;
-  }
-  float* Solved(int64_t gi, int64_t c) const {
-    return s_.solved + (gi * plan_.kept_chunks + (given_ ? 0 : c)) * C * dvp_;
-  }
-  TS* Head(const ItemFrame& f, const TensorView& v, int64_t h) const {
-    return static_cast<TS*>(v.data) + f.b * v.strides[0] + h * v.strides[1];
-  }
+void RunItem(const GdrGradPlan& plan, int64_t item, float* scratch) {
+  const GdrGradProblem& P = plan.problem;
+  const GdrProblem& p = P.fwd;
+  const int64_t nk = p.num_key_heads, group = p.heads_per_key_head(), dv = p.value_dim, dk = p.key_dim;
+  const int64_t dkp = plan.key_dim_padded, dvp = plan.value_dim_padded;
+  const int64_t b = item / nk, hk = item % nk, h0 = hk * group;
+  const int64_t length = p.seq_length(b), t_begin = p.seq_start[b], chunks = (length + C - 1) / C;
+  GdrGradScratch s;
+  gdr_grad_carve(scratch, group, plan.kept_chunks, dk, dkp, dvp, &s);
+  ChunkContext cx;
+  cx.p = &p;
+  cx.dkp = dkp;
+  cx.dvp = dvp;
+  cx.ld = dvp;  // the checkpoints are Dk rows of dvp floats
+  cx.amx = cx.bf16_dot = plan.amx && std::is_same<TA, hwy::bfloat16_t>::value;
+  // With the forward's snapshots (P.has_checkpoints) one chunk's S and U are kept per value head (slot 0), staged
+  // in the reverse pass; without them, every chunk's, from the checkpoint pass.
+  const bool given = P.has_checkpoints;
+  cx.scaled_values = !(given && P.has_corrected_values);  // with V' given, U is V': nothing is solved
+  auto checkpoint = [&](int64_t gi, int64_t c) {
+    return s.checkpoints + (gi * plan.kept_chunks + (given ? 0 : c)) * dk * dvp;
+  };
+  auto solved = [&](int64_t gi, int64_t c) { return s.solved + (gi * plan.kept_chunks + (given ? 0 : c)) * C * dvp; };
+  auto adjoint = [&](int64_t gi) { return s.adjoint + gi * dk * dvp; };
+  auto head = [&](const TensorView& v, int64_t h) { return static_cast<TS*>(v.data) + b * v.strides[0] + h * v.strides[1]; };
   // Sᵀ layout (Dk rows of dvp, columns >= Dv zero) for the state and the adjoint, from a (Dv, Dk) matrix of v.
-  template <class T>
-  void StageFrom(const T* src, const TensorView& v, float* dst) const {
-    LoadMatrixF32(src, v.strides[3], v.strides[2], dk_, dv_, dst, dvp_);
-    for (int64_t c = 0; c < dk_; ++c) std::fill(dst + c * dvp_ + dv_, dst + (c + 1) * dvp_, 0.0f);
-  }
-  void Stage(const ItemFrame& f, const TensorView& v, int64_t h, float* dst) const { StageFrom(Head(f, v, h), v, dst); }
+  auto stage_from = [&](const auto* src, const TensorView& v, float* dst) {
+    LoadMatrixF32(src, v.strides[3], v.strides[2], dk, dv, dst, dvp);
+    for (int64_t c = 0; c < dk; ++c) std::fill(dst + c * dvp + dv, dst + (c + 1) * dvp, 0.0f);
+  };
+  auto stage = [&](const TensorView& v, int64_t h, float* dst) { stage_from(head(v, h), v, dst); };
+  // A key-major snapshot whose Dk rows are contiguous runs of Dv = dvp floats is already Sᵀ as the reverse step
+  // reads it (with V' given, nothing else reads the staged copy): it is used where it lies.
+  const bool snapshot_in_place = given && P.has_corrected_values && dv == dvp && P.checkpoints.strides[2] == 1 &&
+                                 P.checkpoints.strides[3] == dvp;
+  // V' rows of Dv = dvp contiguous floats are U as the reverse step reads it (rows ldu floats apart): used in place.
+  const bool corrected_in_place = P.has_corrected_values && dv == dvp && P.corrected_values.strides[2] == 1;
   // The forward's S before chunk c >= 1 of value head h: the snapshot after chunk c - 1.
-  const float* Snapshot(const ItemFrame& f, int64_t c, int64_t h) const {
-    const TensorView& v = P_.checkpoints;
-    return static_cast<const float*>(v.data) + (P_.checkpoint_start[f.b] + c - 1) * v.strides[0] + h * v.strides[1];
-  }
-
-  const GdrGradPlan& plan_;
-  const GdrGradProblem& P_;
-  const GdrProblem& p_;
-  const int64_t group_, dk_, dv_, dkp_, dvp_;
-  const bool given_;
-  bool snapshot_in_place_ = false, corrected_in_place_ = false, staged_ = false;
-  GdrGradScratch s_;
-  ChunkContext cx_;
-};
-
-// Items [begin, end) with one thread's scratch, plan.lanes at a time in step: round r runs each item's r-th chunk
-// from its end (the last chunks first; an item with fewer chunks sits out the last rounds), then stores the round's
-// rows. Each item's arithmetic is the same in any order, so the bits do not depend on the lanes or the grains.
-template <class TA, class TS>
-void RunItemsTyped(const GdrGradPlan& plan, int64_t begin, int64_t end, float* scratch) {
-  ItemRunner<TA, TS> runner(plan, scratch);
-  std::vector<ItemFrame> frames;
-  for (int64_t first = begin; first < end; first += plan.lanes) {
-    frames.clear();
-    int64_t rounds = 0;
-    for (int64_t item = first; item < std::min(end, first + plan.lanes); ++item) {
-      frames.push_back(runner.Frame(item, item - first));
-      rounds = std::max(rounds, frames.back().chunks);
+  auto snapshot = [&](int64_t c, int64_t h) {
+    const TensorView& v = P.checkpoints;
+    return static_cast<const float*>(v.data) + (P.checkpoint_start[b] + c - 1) * v.strides[0] + h * v.strides[1];
+  };
+  // D after the sequence: ∂L/∂finalState (read before gradInitialState, which may be the same memory, is written).
+  for (int64_t gi = 0; gi < group; ++gi) {
+    if (P.has_grad_final_state) {
+      stage(P.grad_final_state, h0 + gi, adjoint(gi));
+    } else {
+      std::fill(adjoint(gi), adjoint(gi) + dk * dvp, 0.0f);
     }
-    for (const ItemFrame& f : frames) runner.Begin(f);
-    for (int64_t r = 0; r < rounds; ++r) {
-      for (const ItemFrame& f : frames)
-        if (f.chunks > r) runner.Step(f, f.chunks - 1 - r);
-      if (!runner.Staged()) continue;
-      for (size_t l = 0; l < frames.size();) {  // runs of lanes of one sequence
-        size_t e = l + 1;
-        while (e < frames.size() && frames[e].b == frames[l].b) ++e;
-        if (frames[l].chunks > r) runner.StoreRound(frames, l, e, frames[l].chunks - 1 - r);
-        l = e;
+  }
+  if (chunks > 0) {
+    if (!given)
+      for (int64_t gi = 0; gi < group; ++gi) stage(p.state_in, h0 + gi, checkpoint(gi, 0));
+    // No software prefetch of the next step's rows, V' rows or snapshot: each way tried (all of it ahead of the step,
+    // into L1 or L2, or a slice after each of eight stages, or only K, Q and V) ran 1-4 % slower than none (README.md,
+    // "Speed, session 41").
+    for (int64_t c = 0; c < (given ? 0 : chunks); ++c) {
+      const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
+      for (int64_t gi = 0; gi < group; ++gi) {
+        PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
+        CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), c + 1 < chunks ? checkpoint(gi, c + 1) : nullptr);
       }
     }
-    for (const ItemFrame& f : frames) runner.End(f);
+    for (int64_t c = chunks - 1; c >= 0; --c) {
+      const int64_t t0 = t_begin + c * C, n = std::min(C, length - c * C);
+      std::fill(s.dq, s.dq + n * dkp, 0.0f);
+      std::fill(s.dk, s.dk + n * dkp, 0.0f);
+      for (int64_t gi = 0; gi < group; ++gi) {
+        PrepareChunk<TA>(cx, h0 + gi, t0, n, s.pack, s.record);
+#if TXOPS_GDR_AMX
+        if (cx.amx && gi == 0) PackKeyOperands(n, dkp, s);
+#endif
+        const float* st = checkpoint(gi, c);
+        const float* u = solved(gi, c);
+        int64_t ldu = dvp;
+        if (given) {  // S from the forward; U its V' rows, or recomputed (the checkpoint pass's step, no update)
+          if (c == 0) {
+            stage(p.state_in, h0 + gi, checkpoint(gi, c));
+          } else if (snapshot_in_place) {
+            st = snapshot(c, h0 + gi);
+          } else {
+            stage_from(snapshot(c, h0 + gi), P.checkpoints, checkpoint(gi, c));
+          }
+          if (corrected_in_place) {
+            u = Element<float>(P.corrected_values, t0, h0 + gi);
+            ldu = P.corrected_values.strides[0];
+          } else if (P.has_corrected_values) {
+            const TensorView& v = P.corrected_values;
+            for (int64_t i = 0; i < n; ++i)
+              LoadRow(Element<float>(v, t0 + i, h0 + gi), v.strides[2], dv, dvp, 1.0f, solved(gi, c) + i * dvp);
+          } else {
+            CheckpointChunk(cx, n, s, checkpoint(gi, c), solved(gi, c), nullptr);
+          }
+        }
+        ReverseChunk<TA>(cx, P, h0 + gi, t0, n, s, st, u, ldu, adjoint(gi), plan.stream_grads);
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        PutRowF32(plan.stream_grads, s.dq + i * dkp, dk, At<TA>(P.grad_query, t0 + i, hk), P.grad_query.strides[2]);
+        PutRowF32(plan.stream_grads, s.dk + i * dkp, dk, At<TA>(P.grad_key, t0 + i, hk), P.grad_key.strides[2]);
+      }
+    }
+  }
+  // D before the sequence: ∂L/∂initialState.
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const TensorView& v = P.grad_initial_state;
+    StoreMatrixF32(adjoint(gi), dvp, dk, dv, head(v, h0 + gi), v.strides[3], v.strides[2]);
   }
   if (plan.stream_grads) hwy::FlushStream();
+}
+
+template <class TA, class TS>
+void RunItemsTyped(const GdrGradPlan& plan, int64_t begin, int64_t end, float* scratch) {
+  for (int64_t item = begin; item < end; ++item) RunItem<TA, TS>(plan, item, scratch);
 }
 
 template <class TS>

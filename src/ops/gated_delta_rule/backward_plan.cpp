@@ -7,7 +7,6 @@
 // thread's scratch workspace).
 #include <algorithm>
 #include <cinttypes>
-#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -42,13 +41,11 @@ PreparedOp make_grad_op(std::shared_ptr<GdrGradPlan> plan, Isa isa) {
       char buf[320];
       std::snprintf(buf, sizeof(buf),
                     "kernel=%s isa=%s threads=%d T=%" PRId64 " B=%" PRId64 " Nk=%" PRId64 " Nv=%" PRId64
-                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d checkpoints=%d%s%s lanes=%" PRId64
-                    " workspace=%" PRId64 "B",
+                    " Dk=%" PRId64 " Dv=%" PRId64 " %s state=%s g=%d checkpoints=%d%s%s workspace=%" PRId64 "B",
                     kKernelName, isa_name(isa), plan->threads, p.num_tokens, p.batch, p.num_key_heads,
                     p.num_value_heads, p.key_dim, p.value_dim, dtype_name(p.query.dtype),
                     dtype_name(p.state_in.dtype), p.has_g ? 1 : 0, plan->problem.has_checkpoints ? 1 : 0,
-                    plan->amx ? " x=amx" : "", plan->stream_grads ? " stream=1" : "", plan->lanes,
-                    scratch_bytes * plan->threads);
+                    plan->amx ? " x=amx" : "", plan->stream_grads ? " stream=1" : "", scratch_bytes * plan->threads);
       details = buf;
     }
     VerboseTimer timer("chunk_gated_delta_rule_grad", std::move(details));
@@ -97,26 +94,16 @@ Status prepare_chunk_gated_delta_rule_grad(const TensorView& query, const Tensor
   plan->threads = plan_threads(plan->items, 1);
   std::vector<int64_t> part_start;
   partition_by_cost(costs, plan->threads, &part_start);
+  plan->grains = split_into_grains(part_start, costs, grains_per_part(), [](int64_t) { return true; });
+  plan->amx = isa == Isa::kAvx512 && cpu_has_avx512_bf16() && p.query.dtype == DType::kBF16 &&
+              plan->key_dim_padded % 32 == 0 && plan->value_dim_padded % 32 == 0 && amx_bf16_usable();
   // dq, dk and dv are read again only by the ops before this one in the backward, long after their rows were written:
   // where each of them takes 4 MiB or more (core/streaming.h, as the causal conv and RoPE), their rows go past the
   // caches.
   const int64_t grad_elements = p.num_tokens * std::min(p.num_key_heads * p.key_dim, p.num_value_heads * p.value_dim);
   plan->stream_grads = grad_elements * static_cast<int64_t>(dtype_size(p.query.dtype)) >= kStreamingOutputBytes;
-  // With the checkpoints and streamed gradients, items run in step (GdrGradPlan::lanes; TXOPS_GDR_GRAD_LANES, read at
-  // every plan, sets how many): grains of at least that many items where a part holds them.
-  plan->lanes = 1;
-  if (plan->problem.has_checkpoints && plan->stream_grads) {
-    const char* env = std::getenv("TXOPS_GDR_GRAD_LANES");
-    plan->lanes = std::max<int64_t>(1, env != nullptr ? std::atoll(env) : kGdrGradLanes);
-  }
-  const int64_t items_per_part = plan->items / std::max(1, plan->threads);
-  const int grains = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(grains_per_part(),
-                                                                             items_per_part / plan->lanes)));
-  plan->grains = split_into_grains(part_start, costs, grains, [](int64_t) { return true; });
-  plan->amx = isa == Isa::kAvx512 && cpu_has_avx512_bf16() && p.query.dtype == DType::kBF16 &&
-              plan->key_dim_padded % 32 == 0 && plan->value_dim_padded % 32 == 0 && amx_bf16_usable();
   GdrGradScratch s;
-  plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->kept_chunks, plan->lanes, p.key_dim,
+  plan->scratch_floats = gdr_grad_carve(nullptr, p.heads_per_key_head(), plan->kept_chunks, p.key_dim,
                                         plan->key_dim_padded, plan->value_dim_padded, &s);
   *op = make_grad_op(std::move(plan), isa);
   return Status();
