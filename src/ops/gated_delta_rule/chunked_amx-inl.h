@@ -65,10 +65,11 @@ inline void SplitPairs(const float* src, int64_t ld, int64_t valid, int64_t pair
         const __m512 lo = _mm512_sub_ps(rest, mid);  // exact, and at most 8 significant bits: a bf16
         p[e][0] = _mm512_castps_si512(hi);
         p[e][1] = _mm512_castps_si512(mid);
-        p[e][2] = _mm512_and_si512(_mm512_castps_si512(lo), high);
+        p[e][2] = _mm512_castps_si512(lo);  // (its low 16 bits are cleared where they are paired)
       }
       for (int s = 0; s < parts; ++s) {
-        const __m512i pair = _mm512_or_si512(_mm512_srli_epi32(p[0][s], 16), p[1][s]);
+        // (row 2q's upper half, shifted down) | (row 2q + 1's upper half): one ternary-logic operation, A | (B & C)
+        const __m512i pair = _mm512_ternarylogic_epi32(_mm512_srli_epi32(p[0][s], 16), p[1][s], high, 0xF8);
         _mm512_storeu_si512(split + s * part + q * cols + c, pair);
       }
     }
@@ -148,6 +149,14 @@ __attribute__((target("amx-tile,amx-bf16"))) HWY_NOINLINE inline void ProductOnT
             AccumulateParts(bk, b_part, b_stride, two_rows, two_cols, std::min(b_parts, order + 1 - pa));
           }
         }
+      }
+      if (!accumulate && row_scale == nullptr && two_cols && row_end - rb == 32) {  // a whole block, as it is
+        float* o = out + rb * ldo + cb;
+        _tile_stored(0, o, ldo * 4);
+        _tile_stored(1, o + 16, ldo * 4);
+        _tile_stored(2, o + 16 * ldo, ldo * 4);
+        _tile_stored(3, o + 16 * ldo + 16, ldo * 4);
+        continue;
       }
       _tile_stored(0, block[0], 64);
       _tile_stored(1, block[1], 64);
