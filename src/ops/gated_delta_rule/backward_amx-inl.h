@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "core/simd_matrix_copy-inl.h"
 #include "ops/gated_delta_rule/chunked_amx-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -72,6 +73,40 @@ __attribute__((target("avx512bf16"))) inline void SplitRows(const float* src, in
       for (int s = 0; s < parts; ++s) {
         const __m512i bits = s < 2 ? _mm512_castps_si512(a[s]) : _mm512_and_si512(_mm512_castps_si512(a[s]), high);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + s * part), UpperHalves16(bits));
+      }
+    }
+  }
+}
+
+// SplitPairs of a transpose, which is never stored: rows [0, 2·pairs) x columns [0, cols) of Mᵀ, Mᵀ[v][c] = src[c·ld
+// + v] for c < valid (zero beyond), as three bf16 parts in the B-operand layout (chunked_amx-inl.h SplitPairs, the same
+// bits). 16 x 16 tiles of src go through registers (TransposeTile16x16), and each pair of the transposed rows is split
+// and paired there. 2·pairs and cols multiples of 16; src rows have 2·pairs readable floats (zero past the matrix's
+// own columns). The backward's S, ∂L/∂S and Uᵀ as right operands, read from Sᵀ, D and U where they lie.
+inline void SplitPairsOfTranspose(const float* src, int64_t ld, int64_t valid, int64_t pairs, int64_t cols,
+                                  uint32_t* split, int parts = 3) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const int64_t part = pairs * cols;
+  for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+    for (int64_t v0 = 0; v0 < 2 * pairs; v0 += 16) {
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = c0 + i < valid ? _mm512_loadu_ps(src + (c0 + i) * ld + v0) : _mm512_setzero_ps();
+      TransposeTile16x16(r);  // r[j]: row v0 + j of Mᵀ, columns [c0, c0 + 16)
+      for (int j = 0; j < 16; j += 2) {
+        __m512i p[2][3];
+        for (int e = 0; e < 2; ++e) {
+          const __m512 x = r[j + e];
+          const __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), high));
+          const __m512 rest = _mm512_sub_ps(x, hi);
+          const __m512 mid = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), high));
+          p[e][0] = _mm512_castps_si512(hi);
+          p[e][1] = _mm512_castps_si512(mid);
+          p[e][2] = _mm512_castps_si512(_mm512_sub_ps(rest, mid));
+        }
+        uint32_t* at = split + (v0 + j) / 2 * cols + c0;
+        for (int s = 0; s < parts; ++s)
+          _mm512_storeu_si512(at + s * part, _mm512_ternarylogic_epi32(_mm512_srli_epi32(p[0][s], 16), p[1][s], high, 0xF8));
       }
     }
   }

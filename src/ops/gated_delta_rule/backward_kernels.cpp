@@ -190,12 +190,15 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   std::fill(s.dbeta, s.dbeta + n, 0.0f);
   std::fill(s.dgate, s.dgate + n, 0.0f);
   // S and ∂L/∂S untransposed (dv rows of dkp, columns >= Dk zero), Uᵀ (columns >= n zero), Pᵀ, the scaled rows'ᵀ.
-  LoadMatrixF32(st, 1, dvp, dv, dk, s.state, dkp);
-  LoadMatrixF32(adj, 1, dvp, dv, dk, s.adjoint_rows, dkp);
-  for (int64_t v = 0; v < dv; ++v)
-    for (int64_t c = dk; c < dkp; ++c) s.state[v * dkp + c] = s.adjoint_rows[v * dkp + c] = 0.0f;
-  LoadMatrixF32(u, 1, ldu, dv, n, s.solved_t, C);
-  for (int64_t v = 0; v < dv; ++v) std::fill(s.solved_t + v * C + n, s.solved_t + (v + 1) * C, 0.0f);
+  // (The AMX path splits S, ∂L/∂S and Uᵀ straight from Sᵀ, D and U: SplitPairsOfTranspose.)
+  if (!cx.amx) {
+    LoadMatrixF32(st, 1, dvp, dv, dk, s.state, dkp);
+    LoadMatrixF32(adj, 1, dvp, dv, dk, s.adjoint_rows, dkp);
+    for (int64_t v = 0; v < dv; ++v)
+      for (int64_t c = dk; c < dkp; ++c) s.state[v * dkp + c] = s.adjoint_rows[v * dkp + c] = 0.0f;
+    LoadMatrixF32(u, 1, ldu, dv, n, s.solved_t, C);
+    for (int64_t v = 0; v < dv; ++v) std::fill(s.solved_t + v * C + n, s.solved_t + (v + 1) * C, 0.0f);
+  }
   LoadMatrixF32(r.gram + n * C, 1, C, n, n, s.p_t, C);
   // dU = (decay⊙K) D + Pᵀ dO; h_i = U_i·((decay⊙K) D)_i feeds dG.
 #if TXOPS_GDR_AMX
@@ -255,7 +258,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
 #if TXOPS_GDR_AMX
   if (amx) {  // all C columns (the masks read the triangle); −dR's parts are kept for −dR S below
     split_rows(nr, dvp, dv, dvp, 2);
-    gdr_amx::SplitPairs(s.solved_t, C, dv, dvp / 2, nullptr, C, split);
+    gdr_amx::SplitPairsOfTranspose(u, ldu, n, dvp / 2, C, split);  // Uᵀ
     two_fp32(split, C, s.products, Triangle::kLowerC);
     gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, C, s.products + n * C, C, Triangle::kLowerC);
   } else
@@ -272,7 +275,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
   // W1 = [−dR; dO] S, U ∂L/∂S.
 #if TXOPS_GDR_AMX
   if (amx) {  // −dR S and dO S on tiles
-    gdr_amx::SplitPairs(s.state, dkp, dv, dvp / 2, nullptr, dkp, split);
+    gdr_amx::SplitPairsOfTranspose(st, dvp, dk, dvp / 2, dkp, split);  // S
     two_fp32(split, dkp, s.w1);
     gdr_amx::XOnTiles(n, dvp, s.dout16, nullptr, split, dkp, s.w1 + n * dkp, dkp);
   } else
@@ -283,7 +286,7 @@ void ReverseChunk(const ChunkContext& cx, const GdrGradProblem& P, int64_t h, in
 #if TXOPS_GDR_AMX
   if (amx) {
     split_rows(u, ldu, dv, dvp, 2);
-    gdr_amx::SplitPairs(s.adjoint_rows, dkp, dv, dvp / 2, nullptr, dkp, split, 2);
+    gdr_amx::SplitPairsOfTranspose(adj, dvp, dk, dvp / 2, dkp, split, 2);  // ∂L/∂S
     two_fp32(split, dkp, s.u_adj);
   } else
 #endif
