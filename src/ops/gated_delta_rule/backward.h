@@ -121,8 +121,10 @@ inline int64_t gdr_grad_carve(float* base, int64_t group, int64_t kept_chunks, i
   float* pack = c.take(gdr_carve_pack(nullptr, dkp, &s->pack));  // (sizes first; pointers when there is a base)
   float* record = c.take(gdr_carve_record(nullptr, dkp, dvp, &s->record));
   float* pass = c.take(gdr_carve_pass(nullptr, dkp, dvp, &s->pass));
+  float* decays = c.take(C * C);  // the pack scratch's Γ (GdrPackScratch::decays)
   if (base != nullptr) {
     gdr_carve_pack(pack, dkp, &s->pack);
+    s->pack.decays = decays;
     gdr_carve_record(record, dkp, dvp, &s->record);
     gdr_carve_pass(pass, dkp, dvp, &s->pass);
   }

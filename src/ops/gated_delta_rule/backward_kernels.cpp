@@ -88,7 +88,8 @@ void BackSolve(int64_t n, int64_t dvp, const float* gram, const float* du, float
 }
 
 // The masks of the chunk's C x C products (rows of s.products: dA = −dR Uᵀ in [0, n), dP = dO Uᵀ in [n, 2n)),
-// Γ_ij = e^{G_i − G_j}: rows [0, n) become dA' = β_i dA_ij Γ_ij (j < i), rows [n, 2n) scale·dP_ij Γ_ij (j <= i).
+// Γ_ij = e^{G_i − G_j} (as phase one's MaskWithDecay made them, ps.decays): rows [0, n) become dA' = β_i dA_ij Γ_ij
+// (j < i), rows [n, 2n) scale·dP_ij Γ_ij (j <= i).
 // Adds to dβ (Σ_j dA_ij Γ_ij k_i·k_j) and to dG the decays' terms: with Y = dA⊙A and Z = dP⊙P,
 // dG_i += Σ_j (Y + Z)_ij − Σ_j (Y + Z)_ji.
 void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
@@ -105,7 +106,7 @@ void MaskProducts(int64_t n, float scale, const GdrGradScratch& s) {
     const VF beta = hn::Set(df, ps.beta[i]), vscale = hn::Set(df, scale);
     VF row = hn::Zero(df), dbeta = hn::Zero(df);
     for (int64_t j = 0; j < je; j += N) {
-      const VF gamma = ExpOf(df, DecayArguments(ps, i, j));
+      const VF gamma = hn::LoadU(df, ps.decays + i * C + j);  // (phase one's MaskWithDecay made them)
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       const VF va = hn::LoadU(df, da + j), vp = hn::LoadU(df, dp + j);

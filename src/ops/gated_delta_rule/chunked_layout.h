@@ -40,6 +40,8 @@ struct GdrPackScratch {
   uint16_t* kt16 = nullptr;  // dkp/2 x C x 2: Kᵀ in column pairs, the vdpbf16ps operand layout
   float* kt = nullptr;       // dkp x C: Kᵀ (columns >= n zero)
   float* grams = nullptr;    // 2C x C: [K; Q] Kᵀ before the masks (lower triangle and the 16-column tiles it hits)
+  float* decays = nullptr;   // C x C or absent: Γ_ij = e^{G_i − G_j} as the masks made it (j up to row i's diagonal
+                             // vector), kept for the backward's MaskProducts (its own scratch; the forward keeps none)
   // kq, kt and grams hold the key head `key_head`'s chunk at token `key_t0` (value heads of one key head share them).
   int64_t key_head = -1, key_t0 = -1;
   // The AMX path: the record whose bf16 [K; Q] and Kᵀ (GdrChunkRecord::kq16, kt16) hold that chunk's (made for an

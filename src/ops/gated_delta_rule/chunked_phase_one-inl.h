@@ -323,6 +323,7 @@ inline void MaskWithDecay(int64_t n, int64_t np, float scale, const GdrPackScrat
     const VF beta = hn::Set(df, s.beta[i]), qscale = hn::Set(df, scale);
     for (int64_t j = 0; j < je; j += N) {
       const VF gamma = ExpOf(df, DecayArguments(s, i, j));
+      if (s.decays != nullptr) hn::StoreU(gamma, df, s.decays + i * C + j);
       const auto strict = hn::FirstN(df, static_cast<size_t>(i > j ? i - j : 0));
       const auto incl = hn::FirstN(df, static_cast<size_t>(i + 1 > j ? i + 1 - j : 0));
       const VF ka = hn::LoadU(df, raw + i * C + j), qk = hn::LoadU(df, raw + (n + i) * C + j);
