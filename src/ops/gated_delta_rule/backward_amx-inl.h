@@ -49,26 +49,19 @@ __attribute__((target("avx512bf16"))) inline void SplitRows(const float* src, in
     const __mmask16 keep = left >= 16 ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
     return _mm512_maskz_loadu_ps(keep, src + i * ld + k);
   };
-  // x = hi + mid + lo, each a bf16 value.
-  const auto split = [&](__m512 x, __m512* out) {
-    out[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), high));
-    const __m512 rest = _mm512_sub_ps(x, out[0]);
-    out[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), high));
-    out[2] = _mm512_sub_ps(rest, out[1]);
-  };
   for (int64_t i = 0; i < rows; ++i) {
     int64_t k = 0;
     for (; k + 32 <= depth; k += 32) {
       __m512 a[3], b[3];
-      split(load(i, k), a);
-      split(load(i, k + 16), b);
+      SplitParts(load(i, k), high, a);
+      SplitParts(load(i, k + 16), high, b);
       uint16_t* at = dst + i * depth + k;
       for (int s = 0; s < parts; ++s)
         _mm512_storeu_si512(at + s * part, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(b[s], a[s])));
     }
     for (; k < depth; k += 16) {
       __m512 a[3];
-      split(load(i, k), a);
+      SplitParts(load(i, k), high, a);
       uint16_t* at = dst + i * depth + k;
       for (int s = 0; s < parts; ++s) {
         const __m512i bits = s < 2 ? _mm512_castps_si512(a[s]) : _mm512_and_si512(_mm512_castps_si512(a[s]), high);
@@ -94,19 +87,10 @@ inline void SplitPairsOfTranspose(const float* src, int64_t ld, int64_t valid, i
         r[i] = c0 + i < valid ? _mm512_loadu_ps(src + (c0 + i) * ld + v0) : _mm512_setzero_ps();
       TransposeTile16x16(r);  // r[j]: row v0 + j of Mᵀ, columns [c0, c0 + 16)
       for (int j = 0; j < 16; j += 2) {
-        __m512i p[2][3];
-        for (int e = 0; e < 2; ++e) {
-          const __m512 x = r[j + e];
-          const __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), high));
-          const __m512 rest = _mm512_sub_ps(x, hi);
-          const __m512 mid = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), high));
-          p[e][0] = _mm512_castps_si512(hi);
-          p[e][1] = _mm512_castps_si512(mid);
-          p[e][2] = _mm512_castps_si512(_mm512_sub_ps(rest, mid));
-        }
+        __m512i pair[3];
+        PairParts(r[j], r[j + 1], high, parts, pair);
         uint32_t* at = split + (v0 + j) / 2 * cols + c0;
-        for (int s = 0; s < parts; ++s)
-          _mm512_storeu_si512(at + s * part, _mm512_ternarylogic_epi32(_mm512_srli_epi32(p[0][s], 16), p[1][s], high, 0xF8));
+        for (int s = 0; s < parts; ++s) _mm512_storeu_si512(at + s * part, pair[s]);
       }
     }
   }

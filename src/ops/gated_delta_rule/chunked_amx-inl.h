@@ -43,35 +43,45 @@ namespace gdr_amx {
 
 #if TXOPS_GDR_AMX
 
+// x = part[0] + part[1] + part[2] exactly (hi, mid, lo): each the truncated remainder of the one before, and each a
+// bf16 value (8 significant bits; the low 16 bits of hi's and mid's fp32 patterns are zero).
+HWY_INLINE void SplitParts(__m512 x, __m512i high, __m512* part) {
+  part[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), high));
+  const __m512 rest = _mm512_sub_ps(x, part[0]);  // exact
+  part[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), high));
+  part[2] = _mm512_sub_ps(rest, part[1]);  // exact
+}
+
+// The first `parts` parts of two rows in the B-operand layout: pair[s] = bf16 of part s of even | that of odd << 16
+// (the even row's upper half shifted down, or the odd row's upper half: one ternary-logic operation, A | (B & C)).
+HWY_INLINE void PairParts(__m512 even, __m512 odd, __m512i high, int parts, __m512i* pair) {
+  __m512 e[3], o[3];
+  SplitParts(even, high, e);
+  SplitParts(odd, high, o);
+  for (int s = 0; s < parts; ++s)
+    pair[s] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(_mm512_castps_si512(e[s]), 16), _mm512_castps_si512(o[s]),
+                                        high, 0xF8);
+}
+
 // Rows [0, 2·pairs) x columns [0, cols) of src (rows ld floats apart; rows >= valid read as zero; row j multiplied
 // by row_scale[j] first when row_scale is given) as three bf16 parts in the AMX B-operand layout: part s, row pair
-// q, column c at split[(s·pairs + q)·cols + c] = bf16 of row 2q | bf16 of row 2q + 1 << 16. Each part is the
-// truncated remainder of the one before, so hi + mid + lo is the fp32 value exactly. cols is a multiple of 16.
-// parts < 3 stores only the leading ones (a product that reads no more: ProductOnTiles' order 1).
+// q, column c at split[(s·pairs + q)·cols + c] = bf16 of row 2q | bf16 of row 2q + 1 << 16 (PairParts), so that hi +
+// mid + lo is the fp32 value exactly. cols is a multiple of 16. parts < 3 stores only the leading ones (a product
+// that reads no more: ProductOnTiles' order 1).
 inline void SplitPairs(const float* src, int64_t ld, int64_t valid, int64_t pairs, const float* row_scale,
                        int64_t cols, uint32_t* split, int parts = 3) {
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   const int64_t part = pairs * cols;
+  const auto row = [&](int64_t j, int64_t c) {
+    if (j >= valid) return _mm512_setzero_ps();
+    const __m512 x = _mm512_loadu_ps(src + j * ld + c);
+    return row_scale != nullptr ? _mm512_mul_ps(x, _mm512_set1_ps(row_scale[j])) : x;
+  };
   for (int64_t q = 0; q < pairs; ++q) {
     for (int64_t c = 0; c < cols; c += 16) {
-      __m512i p[2][3];
-      for (int e = 0; e < 2; ++e) {
-        const int64_t row = 2 * q + e;
-        __m512 x = row < valid ? _mm512_loadu_ps(src + row * ld + c) : _mm512_setzero_ps();
-        if (row_scale != nullptr && row < valid) x = _mm512_mul_ps(x, _mm512_set1_ps(row_scale[row]));
-        const __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), high));
-        const __m512 rest = _mm512_sub_ps(x, hi);  // exact
-        const __m512 mid = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), high));
-        const __m512 lo = _mm512_sub_ps(rest, mid);  // exact, and at most 8 significant bits: a bf16
-        p[e][0] = _mm512_castps_si512(hi);
-        p[e][1] = _mm512_castps_si512(mid);
-        p[e][2] = _mm512_castps_si512(lo);  // (its low 16 bits are cleared where they are paired)
-      }
-      for (int s = 0; s < parts; ++s) {
-        // (row 2q's upper half, shifted down) | (row 2q + 1's upper half): one ternary-logic operation, A | (B & C)
-        const __m512i pair = _mm512_ternarylogic_epi32(_mm512_srli_epi32(p[0][s], 16), p[1][s], high, 0xF8);
-        _mm512_storeu_si512(split + s * part + q * cols + c, pair);
-      }
+      __m512i pair[3];
+      PairParts(row(2 * q, c), row(2 * q + 1, c), high, parts, pair);
+      for (int s = 0; s < parts; ++s) _mm512_storeu_si512(split + s * part + q * cols + c, pair[s]);
     }
   }
 }
