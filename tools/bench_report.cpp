@@ -45,8 +45,9 @@ void print_table_row(FILE* out, const CaseResult& r) {
                  r.check_note.c_str());
   }
   if (r.paired_baseline_min_s > 0)
-    std::fprintf(out, "    %s timed alternating with it: min %.4f ms; this op / it = %.2f\n", r.paired_baseline.c_str(),
-                 r.paired_baseline_min_s * 1e3, r.time_min_s / r.paired_baseline_min_s);
+    std::fprintf(out, "    %s timed alternating with it: min %.4f ms; this op / it = %.2f (minima), %.2f (median of the %d pairs)\n",
+                 r.paired_baseline.c_str(), r.paired_baseline_min_s * 1e3, r.time_min_s / r.paired_baseline_min_s,
+                 r.paired_median_ratio, r.reps);
   if (r.slice_gbps > 0)
     std::fprintf(out, "    slice probe (%s) %.2f GB/s = %.1f%% of copy; the op: %.1f%% of the lower of the two\n",
                  r.slice_pattern.c_str(), r.slice_gbps, r.limit_gbps > 0 ? 100 * r.slice_gbps / r.limit_gbps : 0.0,
@@ -177,7 +178,8 @@ bool write_json(const std::string& path, const std::vector<CaseResult>& results)
     if (r.paired_baseline_min_s > 0)
       o << ", \"paired_baseline\": " << quoted(r.paired_baseline)
         << ", \"paired_baseline_min_s\": " << number(r.paired_baseline_min_s)
-        << ", \"paired_ratio\": " << number(r.time_min_s / r.paired_baseline_min_s);
+        << ", \"paired_ratio\": " << number(r.time_min_s / r.paired_baseline_min_s)
+        << ", \"paired_median_ratio\": " << number(r.paired_median_ratio);
     if (!r.check_note.empty()) o << ", \"check_note\": " << quoted(r.check_note);
     if (!r.passed) o << ", \"message\": " << quoted(r.message);
     o << "}" << (i + 1 < results.size() ? "," : "") << "\n";

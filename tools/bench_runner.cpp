@@ -60,19 +60,35 @@ Timing time_calls(Fn fn, int reps, double target_s, int min_reps, int max_reps, 
 }
 
 // As time_calls, with `baseline` timed (its caches evicted first, as fn's) ahead of every call of fn: both minima
-// from the same minutes (BenchCase::run_paired_baseline). The baseline's minimum goes to *baseline_min_s.
+// from the same minutes (BenchCase::run_paired_baseline). Also the median over the pairs of fn's time over the
+// baseline's just before it, which a moment of the host that only one of the two minima met does not move.
+struct PairedTiming {
+  Timing fn;
+  double baseline_min_s = 0, median_pair_ratio = 0;
+};
 template <class Fn, class Base>
-Timing time_calls_paired(Fn fn, Base baseline, int reps, double target_s, int min_reps, int max_reps,
-                         CacheEvictor* evictor, double* baseline_min_s) {
-  *baseline_min_s = 0;
+PairedTiming time_calls_paired(Fn fn, Base baseline, int reps, double target_s, int min_reps, int max_reps,
+                               CacheEvictor* evictor) {
+  PairedTiming out;
+  double last_baseline = 0;
+  std::vector<double> ratios;
   const auto timed_baseline = [&] {
     if (evictor != nullptr) evictor->evict();
     const double t0 = now_seconds();
     baseline();
-    const double b = now_seconds() - t0;
-    if (*baseline_min_s == 0 || b < *baseline_min_s) *baseline_min_s = b;
+    last_baseline = now_seconds() - t0;
+    if (out.baseline_min_s == 0 || last_baseline < out.baseline_min_s) out.baseline_min_s = last_baseline;
   };
-  return time_calls_after(fn, timed_baseline, reps, target_s, min_reps, max_reps, evictor);
+  const auto timed_fn = [&] {
+    const double t0 = now_seconds();
+    fn();
+    ratios.push_back((now_seconds() - t0) / std::max(last_baseline, 1e-12));
+  };
+  out.fn = time_calls_after(timed_fn, timed_baseline, reps, target_s, min_reps, max_reps, evictor);
+  ratios.erase(ratios.begin());  // the warm-up pair
+  std::sort(ratios.begin(), ratios.end());
+  out.median_pair_ratio = median_of_sorted(ratios);
+  return out;
 }
 
 bool selected(const CaseSpec& s, const BenchOptions& o, Dims* dims) {
@@ -204,8 +220,11 @@ void measure_case(const CaseSpec& spec, const Dims& dims, const BenchOptions& op
             r.passed = false;
             r.message = bc->paired_baseline + ": " + base_st.message();
           }
-          tm = time_calls_paired([&] { (void)bc->run(); }, [&] { (void)bc->run_paired_baseline(); }, options.reps,
-                                 target_s, min_reps, max_reps, case_evictor, &r.paired_baseline_min_s);
+          const PairedTiming pt = time_calls_paired([&] { (void)bc->run(); }, [&] { (void)bc->run_paired_baseline(); },
+                                                    options.reps, target_s, min_reps, max_reps, case_evictor);
+          tm = pt.fn;
+          r.paired_baseline_min_s = pt.baseline_min_s;
+          r.paired_median_ratio = pt.median_pair_ratio;
           r.paired_baseline = bc->paired_baseline;
         }
         r.cache = case_evictor != nullptr ? "cold" : "warm";
