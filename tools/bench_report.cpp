@@ -45,7 +45,9 @@ void print_table_row(FILE* out, const CaseResult& r) {
                  r.check_note.c_str());
   }
   if (r.paired_baseline_min_s > 0)
-    std::fprintf(out, "    %s timed alternating with it: min %.4f ms; this op / it = %.2f (minima), %.2f (median of the %d pairs)\n",
+    std::fprintf(out,
+                 "    %s timed alternating with it: min %.4f ms; this op / it = %.2f (minima), %.2f (median of the %d "
+                 "pairs)\n",
                  r.paired_baseline.c_str(), r.paired_baseline_min_s * 1e3, r.time_min_s / r.paired_baseline_min_s,
                  r.paired_median_ratio, r.reps);
   if (r.slice_gbps > 0)

@@ -36,10 +36,10 @@ struct CaseResult {
   // of it and limit_gbps (the ratio they are judged by)
   double slice_gbps = 0, slice_ratio = 0;
   std::string slice_pattern;  // e.g. "bytes [256, 384) of 384-byte rows, in place"
-  // per-call overhead (decode RoPE): medians of whole calls on the decode shape and on a minimal shape
   std::string paired_baseline;   // BenchCase::paired_baseline: timed alternating with the case
   double paired_baseline_min_s = 0;
   double paired_median_ratio = 0;  // the median over the pairs of this call's time over the baseline call's before it
+  // per-call overhead (decode RoPE): medians of whole calls on the decode shape and on a minimal shape
   bool has_overhead = false;
   double aclnn_call_s = 0, cpp_call_s = 0, aclnn_overhead_s = 0, cpp_overhead_s = 0;
 };
