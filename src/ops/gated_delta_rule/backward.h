@@ -87,11 +87,11 @@ struct GdrGradScratch {
   float* checkpoints = nullptr; // G x kept x Dk x dvp: Sᵀ before each chunk (fp32; kept = plan.kept_chunks)
   float* solved = nullptr;      // G x kept x C x dvp: U = (I + A)^{-1} (β⊙V − X) of each chunk
   float* adjoint = nullptr;     // G x Dk x dvp: ∂L/∂Sᵀ of each value head, carried backwards over the chunks
-  float* state = nullptr;       // dvp x dkp: S (the checkpoint, untransposed)
-  float* adjoint_rows = nullptr;// dvp x dkp: ∂L/∂S (the adjoint, untransposed)
+  float* state = nullptr;       // dvp x dkp: S (the checkpoint, untransposed; the fp32 path)
+  float* adjoint_rows = nullptr;// dvp x dkp: ∂L/∂S (the adjoint, untransposed; the fp32 path)
   float* stacked = nullptr;     // 2C x dvp: [−dR; dO]
   float* grad_u = nullptr;      // C x dvp: dU
-  float* solved_t = nullptr;    // dvp x C: Uᵀ
+  float* solved_t = nullptr;    // dvp x C: Uᵀ (the fp32 path; the AMX path splits S, ∂L/∂S and Uᵀ as it transposes)
   float* products = nullptr;    // 2C x C: [dA; dP], then [β⊙dA⊙Γ; scale⊙dP⊙Γ]
   float* p_t = nullptr;         // C x C: Pᵀ, then (scale⊙dP⊙Γ)ᵀ
   float* key_mix = nullptr;     // C x C: dA' + dA'ᵀ
