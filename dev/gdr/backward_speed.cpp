@@ -51,10 +51,11 @@ struct Buf {
   // DEV_HEAD_MAJOR=1: the token-major tensors ((T, H, D), (T, H)) in head-major memory, passed as strided views.
   TensorView view() {
     const bool hm = g_head_major;
-    if (!hm || !token_major) return TensorView::make(base, dtype, static_cast<int32_t>(shape.size()), shape.data(), nullptr);
+    const int32_t ndim = static_cast<int32_t>(shape.size());
+    if (!hm || !token_major) return TensorView::make(base, dtype, ndim, shape.data(), nullptr);
     std::vector<int64_t> st = shape.size() == 3 ? std::vector<int64_t>{shape[2], shape[0] * shape[2], 1}
                                                 : std::vector<int64_t>{1, shape[0]};
-    return TensorView::make(base, dtype, static_cast<int32_t>(shape.size()), shape.data(), st.data());
+    return TensorView::make(base, dtype, ndim, shape.data(), st.data());
   }
   bool token_major = false;
   int64_t numel() const { return static_cast<int64_t>(nbytes / dtype_size(dtype)); }
@@ -96,8 +97,9 @@ int main(int argc, char** argv) {
     const std::pair<const char*, Buf*> named[] = {{"q", &q}, {"k", &k}, {"v", &v}, {"beta", &beta}, {"g", &g},
                                                   {"out", &out}, {"dout", &d_out}, {"dq", &dq}, {"dk", &dk},
                                                   {"dv", &dv}, {"db", &db}, {"dg", &dg}};
+    const std::string listed = std::string(",") + (set != nullptr ? set : "") + ",";
     for (const auto& nb : named)
-      nb.second->token_major = set == nullptr || std::string(",") .append(set).append(",").find(std::string(",") + nb.first + ",") != std::string::npos;
+      nb.second->token_major = set == nullptr || listed.find(std::string(",") + nb.first + ",") != std::string::npos;
   }
   const TensorView gv = g.view(), dfv = d_fin.view(), dgv = dg.view();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -109,7 +111,8 @@ int main(int argc, char** argv) {
   const int mode = snapshots ? std::atoi(std::getenv("DEV_SNAPSHOTS")) : 0;
   const bool key_major = mode >= 2;
   Buf corrected(DType::kF32, {mode == 3 ? T : 1, Nv, D});
-  corrected.token_major = mode == 3 && (std::getenv("DEV_HM_SET") == nullptr || std::string(std::getenv("DEV_HM_SET")).find("cv") != std::string::npos);
+  const char* hm_set = std::getenv("DEV_HM_SET");
+  corrected.token_major = mode == 3 && (hm_set == nullptr || std::string(hm_set).find("cv") != std::string::npos);
   const TensorView cvv = corrected.view();
   Buf cps(DType::kF32, {snapshots ? T / 64 : 1, Nv, D, D});
   TensorView cpv = cps.view();
@@ -137,8 +140,6 @@ int main(int argc, char** argv) {
     double best_f = 1e30, best_b = 1e30;
     // DEV_BACKWARD_ONLY=1: time (and profile) the backward alone.
     const bool backward_only = std::getenv("DEV_BACKWARD_ONLY") != nullptr;
-    // DEV_AB_ENV="NAME=a,b": the backward alternately with NAME=a and NAME=b (setenv between calls: read at plan
-    // time), min of each (in-process A/B, the host's drift cancelled).
     // DEV_AB_HM=1: the backward alternately on the token-major views and the head-major ones (DEV_HM_SET's tensors;
     // the same memory read in another order: the values differ, the work does not).
     if (std::getenv("DEV_AB_HM") != nullptr) {
@@ -154,6 +155,8 @@ int main(int argc, char** argv) {
                   std::getenv("DEV_HM_SET") ? std::getenv("DEV_HM_SET") : "all", best[1] * 1e3, best[1] / best[0]);
       continue;
     }
+    // DEV_AB_ENV="NAME=a,b": the backward alternately with NAME=a and NAME=b (setenv between calls: read at plan
+    // time), min of each (in-process A/B, the host's drift cancelled).
     if (const char* ab = std::getenv("DEV_AB_ENV")) {
       const std::string spec(ab), name = spec.substr(0, spec.find('=')), vals = spec.substr(spec.find('=') + 1);
       const std::string a = vals.substr(0, vals.find(',')), b2 = vals.substr(vals.find(',') + 1);
