@@ -126,7 +126,8 @@ inline void Gemm(int64_t m, int64_t cols, int64_t kd, const float* a, int64_t ld
 
 #if HWY_TARGET == HWY_AVX3
 // The grams [K; Q] Kᵀ with vdpbf16ps: bf16 activations are exact, products of two bf16 are exact in fp32, so only
-// the accumulation order differs from the fp32 GEMM (2x its rate). A tile: MR rows x NRV vectors of 16 columns.
+// the accumulation order differs from the fp32 GEMM (2x its rate on Zen 4; half of it on the Xeons with AMX, which
+// take the AMX path instead: README.md "Speed, session 43"). A tile: MR rows x NRV vectors of 16 columns.
 template <int MR, int NRV>
 __attribute__((target("avx512bf16"))) HWY_NOINLINE void GramTileBf16(int64_t pairs, const uint16_t* a, int64_t lda,
                                                                     const uint16_t* b, float* c) {
