@@ -144,17 +144,29 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const TX* in, TX* out, const TX* x
                                  float* acc_c, float* acc_s, int64_t h, int64_t j = 0) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto step = [&](int64_t k, VF& y1, VF& y2) __attribute__((always_inline)) {
+    const VF d1 = LoadF32(df, in + k), d2 = LoadF32(df, in + h + k);
+    VF ac1 = hn::LoadU(df, acc_c + k), ac2 = hn::LoadU(df, acc_c + h + k);
+    VF as1 = hn::LoadU(df, acc_s + k), as2 = hn::LoadU(df, acc_s + h + k);
+    HalfStep(d1, d2, LoadF32(df, x + k), LoadF32(df, x + h + k), LoadF32(df, c + k), LoadF32(df, c + h + k),
+             LoadF32(df, s + k), LoadF32(df, s + h + k), ac1, ac2, as1, as2, y1, y2);
+    hn::StoreU(ac1, df, acc_c + k);
+    hn::StoreU(ac2, df, acc_c + h + k);
+    hn::StoreU(as1, df, acc_s + k);
+    hn::StoreU(as2, df, acc_s + h + k);
+  };
+  constexpr int kL = LineVectors(HWY_LANES(float) * sizeof(TX));
+  if (kL > 1 && stream) {  // whole lines of each half in turn (LineVectors)
+    for (; j + kL * lanes <= h; j += kL * lanes) {
+      VF y1[kL], y2[kL];
+      for (int k = 0; k < kL; ++k) step(j + k * lanes, y1[k], y2[k]);
+      for (int k = 0; k < kL; ++k) Put(df, y1[k], out + j + k * lanes, stream);
+      for (int k = 0; k < kL; ++k) Put(df, y2[k], out + h + j + k * lanes, stream);
+    }
+  }
   for (; j + lanes <= h; j += lanes) {
-    const VF d1 = LoadF32(df, in + j), d2 = LoadF32(df, in + h + j);
-    VF ac1 = hn::LoadU(df, acc_c + j), ac2 = hn::LoadU(df, acc_c + h + j);
-    VF as1 = hn::LoadU(df, acc_s + j), as2 = hn::LoadU(df, acc_s + h + j);
     VF y1, y2;
-    HalfStep(d1, d2, LoadF32(df, x + j), LoadF32(df, x + h + j), LoadF32(df, c + j), LoadF32(df, c + h + j),
-             LoadF32(df, s + j), LoadF32(df, s + h + j), ac1, ac2, as1, as2, y1, y2);
-    hn::StoreU(ac1, df, acc_c + j);
-    hn::StoreU(ac2, df, acc_c + h + j);
-    hn::StoreU(as1, df, acc_s + j);
-    hn::StoreU(as2, df, acc_s + h + j);
+    step(j, y1, y2);
     Put(df, y1, out + j, stream);
     Put(df, y2, out + h + j, stream);
   }
@@ -229,21 +241,34 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x
                                  float* acc_c, float* acc_s, int64_t h, const float* cw, const float* sw) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
-  int64_t j = 0;
-  for (; j + block <= h; j += block) {
+  // The pair block at k: y1 for channels [k, k + block), y2 for [h + k, h + k + block), even and odd channels.
+  const auto step = [&](int64_t k, VF* y1, VF* y2) __attribute__((always_inline)) {
     HalfPairs v;
-    VF y1[2], y2[2];
-    LoadHalfPairs(in, x, cw, sw, j, h, &v);
+    LoadHalfPairs(in, x, cw, sw, k, h, &v);
     for (int p = 0; p < 2; ++p) {  // p = 0: even channels (split offset 0), 1: odd ones (offset lanes)
-      VF ac1 = hn::LoadU(df, acc_c + j + p * lanes), ac2 = hn::LoadU(df, acc_c + h + j + p * lanes);
-      VF as1 = hn::LoadU(df, acc_s + j + p * lanes), as2 = hn::LoadU(df, acc_s + h + j + p * lanes);
+      VF ac1 = hn::LoadU(df, acc_c + k + p * lanes), ac2 = hn::LoadU(df, acc_c + h + k + p * lanes);
+      VF as1 = hn::LoadU(df, acc_s + k + p * lanes), as2 = hn::LoadU(df, acc_s + h + k + p * lanes);
       HalfStep(v.d1[p], v.d2[p], v.x1[p], v.x2[p], v.c1[p], v.c2[p], v.s1[p], v.s2[p], ac1, ac2, as1, as2, y1[p],
                y2[p]);
-      hn::StoreU(ac1, df, acc_c + j + p * lanes);
-      hn::StoreU(ac2, df, acc_c + h + j + p * lanes);
-      hn::StoreU(as1, df, acc_s + j + p * lanes);
-      hn::StoreU(as2, df, acc_s + h + j + p * lanes);
+      hn::StoreU(ac1, df, acc_c + k + p * lanes);
+      hn::StoreU(ac2, df, acc_c + h + k + p * lanes);
+      hn::StoreU(as1, df, acc_s + k + p * lanes);
+      hn::StoreU(as2, df, acc_s + h + k + p * lanes);
     }
+  };
+  int64_t j = 0;
+  constexpr int kL = LineVectors(2 * HWY_LANES(float) * sizeof(BF));
+  if (kL > 1 && stream) {  // whole lines of each half in turn (LineVectors)
+    for (; j + kL * block <= h; j += kL * block) {
+      VF y1[kL][2], y2[kL][2];
+      for (int k = 0; k < kL; ++k) step(j + k * block, y1[k], y2[k]);
+      for (int k = 0; k < kL; ++k) StorePairsOfBF16Operands(y1[k][0], y1[k][1], out + j + k * block, stream);
+      for (int k = 0; k < kL; ++k) StorePairsOfBF16Operands(y2[k][0], y2[k][1], out + h + j + k * block, stream);
+    }
+  }
+  for (; j + block <= h; j += block) {
+    VF y1[2], y2[2];
+    step(j, y1, y2);
     StorePairsOfBF16Operands(y1[0], y1[1], out + j, stream);
     StorePairsOfBF16Operands(y2[0], y2[1], out + h + j, stream);
   }

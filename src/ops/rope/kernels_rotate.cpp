@@ -44,11 +44,10 @@ HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, co
                              int64_t j = 0) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  for (; j + lanes <= h; j += lanes) {
-    const VF x1 = LoadF32(df, in + j), x2 = LoadF32(df, in + h + j);
-    const VF c1 = LoadF32(df, c + j), c2 = LoadF32(df, c + h + j);
-    const VF s1 = LoadF32(df, s + j), s2 = LoadF32(df, s + h + j);
-    VF y1, y2;
+  const auto step = [&](int64_t k, VF& y1, VF& y2) __attribute__((always_inline)) {
+    const VF x1 = LoadF32(df, in + k), x2 = LoadF32(df, in + h + k);
+    const VF c1 = LoadF32(df, c + k), c2 = LoadF32(df, c + h + k);
+    const VF s1 = LoadF32(df, s + k), s2 = LoadF32(df, s + h + k);
     if (bwd) {
       y1 = hn::MulAdd(x1, c1, hn::Mul(x2, s2));
       y2 = hn::MulSub(x2, c2, hn::Mul(x1, s1));
@@ -56,6 +55,19 @@ HWY_INLINE void HalfBlockRow(bool stream, const TX* in, TX* out, const TC* c, co
       y1 = hn::MulSub(x1, c1, hn::Mul(x2, s1));
       y2 = hn::MulAdd(x2, c2, hn::Mul(x1, s2));
     }
+  };
+  constexpr int kL = LineVectors(HWY_LANES(float) * sizeof(TX));
+  if (kL > 1 && stream) {  // whole lines of each half in turn (LineVectors)
+    for (; j + kL * lanes <= h; j += kL * lanes) {
+      VF y1[kL], y2[kL];
+      for (int k = 0; k < kL; ++k) step(j + k * lanes, y1[k], y2[k]);
+      for (int k = 0; k < kL; ++k) Put(df, y1[k], out + j + k * lanes, stream);
+      for (int k = 0; k < kL; ++k) Put(df, y2[k], out + h + j + k * lanes, stream);
+    }
+  }
+  for (; j + lanes <= h; j += lanes) {
+    VF y1, y2;
+    step(j, y1, y2);
     Put(df, y1, out + j, stream);
     Put(df, y2, out + h + j, stream);
   }
@@ -168,15 +180,15 @@ HWY_INLINE void InterleaveHalfRow(bool stream, const TX* in, TX* out, const TC* 
 template <bool bwd>
 HWY_INLINE void HalfBlockRow(bool stream, const BF* in, BF* out, const BF* c, const BF* s, int64_t h) {
   const int64_t block = 2 * static_cast<int64_t>(hn::Lanes(DF()));
-  int64_t j = 0;
-  for (; j + block <= h; j += block) {
-    VF x1[2], x2[2], c1[2], c2[2], s1[2], s2[2], y1[2], y2[2];
-    LoadPairs(in + j, &x1[0], &x1[1]);
-    LoadPairs(in + h + j, &x2[0], &x2[1]);
-    LoadPairs(c + j, &c1[0], &c1[1]);
-    LoadPairs(c + h + j, &c2[0], &c2[1]);
-    LoadPairs(s + j, &s1[0], &s1[1]);
-    LoadPairs(s + h + j, &s2[0], &s2[1]);
+  // The pair block at k: y1 for channels [k, k + block), y2 for [h + k, h + k + block), even and odd channels.
+  const auto step = [&](int64_t k, VF* y1, VF* y2) __attribute__((always_inline)) {
+    VF x1[2], x2[2], c1[2], c2[2], s1[2], s2[2];
+    LoadPairs(in + k, &x1[0], &x1[1]);
+    LoadPairs(in + h + k, &x2[0], &x2[1]);
+    LoadPairs(c + k, &c1[0], &c1[1]);
+    LoadPairs(c + h + k, &c2[0], &c2[1]);
+    LoadPairs(s + k, &s1[0], &s1[1]);
+    LoadPairs(s + h + k, &s2[0], &s2[1]);
     for (int p = 0; p < 2; ++p) {
       if (bwd) {
         y1[p] = hn::MulAdd(x1[p], c1[p], hn::Mul(x2[p], s2[p]));
@@ -186,6 +198,20 @@ HWY_INLINE void HalfBlockRow(bool stream, const BF* in, BF* out, const BF* c, co
         y2[p] = hn::MulAdd(x2[p], c2[p], hn::Mul(x1[p], s2[p]));
       }
     }
+  };
+  int64_t j = 0;
+  constexpr int kL = LineVectors(2 * HWY_LANES(float) * sizeof(BF));
+  if (kL > 1 && stream) {  // whole lines of each half in turn (LineVectors)
+    for (; j + kL * block <= h; j += kL * block) {
+      VF y1[kL][2], y2[kL][2];
+      for (int k = 0; k < kL; ++k) step(j + k * block, y1[k], y2[k]);
+      for (int k = 0; k < kL; ++k) StorePairsOfBF16Operands(y1[k][0], y1[k][1], out + j + k * block, stream);
+      for (int k = 0; k < kL; ++k) StorePairsOfBF16Operands(y2[k][0], y2[k][1], out + h + j + k * block, stream);
+    }
+  }
+  for (; j + block <= h; j += block) {
+    VF y1[2], y2[2];
+    step(j, y1, y2);
     StorePairsOfBF16Operands(y1[0], y1[1], out + j, stream);
     StorePairsOfBF16Operands(y2[0], y2[1], out + h + j, stream);
   }

@@ -278,6 +278,12 @@ HWY_INLINE bool StreamHere(bool stream, const void* p, size_t bytes) {
 HWY_INLINE constexpr bool StreamHere(std::true_type, const void*, size_t) { return true; }
 HWY_INLINE constexpr bool StreamHere(std::false_type, const void*, size_t) { return false; }
 
+// How many vectors of `bytes` make one 64-byte line (1 where a vector fills one). The half rule's row loops write two
+// places of a row in turn (j and h + j); where they stream vectors shorter than a line, they compute this many steps
+// and store each place's run whole, so that each line's pieces go out one after the other. A non-temporal copy that
+// wrote two lines' 32-byte halves in turn ran at 18 GB/s against 23 for whole lines (README.md, "Session 43").
+constexpr int LineVectors(size_t bytes) { return bytes >= 64 ? 1 : static_cast<int>(64 / bytes); }
+
 template <class TX, class S>
 HWY_INLINE void Put(DF df, VF v, TX* p, S stream) {
   if (StreamHere(stream, p, hn::Lanes(df) * sizeof(TX))) {
