@@ -155,21 +155,8 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const TX* in, TX* out, const TX* x
     hn::StoreU(as1, df, acc_s + k);
     hn::StoreU(as2, df, acc_s + h + k);
   };
-  constexpr int kL = LineVectors(HWY_LANES(float) * sizeof(TX));
-  if (kL > 1 && stream) {  // whole lines of each half in turn (LineVectors)
-    for (; j + kL * lanes <= h; j += kL * lanes) {
-      VF y1[kL], y2[kL];
-      for (int k = 0; k < kL; ++k) step(j + k * lanes, y1[k], y2[k]);
-      for (int k = 0; k < kL; ++k) Put(df, y1[k], out + j + k * lanes, stream);
-      for (int k = 0; k < kL; ++k) Put(df, y2[k], out + h + j + k * lanes, stream);
-    }
-  }
-  for (; j + lanes <= h; j += lanes) {
-    VF y1, y2;
-    step(j, y1, y2);
-    Put(df, y1, out + j, stream);
-    Put(df, y2, out + h + j, stream);
-  }
+  j = HalfRuleSteps<LineVectors(HWY_LANES(float) * sizeof(TX)), VF>(
+      stream, j, h, lanes, step, [&](VF y, int64_t k) { Put(df, y, out + k, stream); });
   for (; j < h; ++j) {
     const float d1 = LoadScalarF32(in + j), d2 = LoadScalarF32(in + h + j);
     const float x1 = LoadScalarF32(x + j), x2 = LoadScalarF32(x + h + j);
@@ -242,7 +229,9 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df)), block = PairBlock();
   // The pair block at k: y1 for channels [k, k + block), y2 for [h + k, h + k + block), even and odd channels.
-  const auto step = [&](int64_t k, VF* y1, VF* y2) __attribute__((always_inline)) {
+  const auto step = [&](int64_t k, PairVectors& py1, PairVectors& py2) __attribute__((always_inline)) {
+    VF* y1 = py1.v;
+    VF* y2 = py2.v;
     HalfPairs v;
     LoadHalfPairs(in, x, cw, sw, k, h, &v);
     for (int p = 0; p < 2; ++p) {  // p = 0: even channels (split offset 0), 1: odd ones (offset lanes)
@@ -256,22 +245,9 @@ HWY_INLINE void GradHalfBlockRow(bool stream, const BF* in, BF* out, const BF* x
       hn::StoreU(as2, df, acc_s + h + k + p * lanes);
     }
   };
-  int64_t j = 0;
-  constexpr int kL = LineVectors(2 * HWY_LANES(float) * sizeof(BF));
-  if (kL > 1 && stream) {  // whole lines of each half in turn (LineVectors)
-    for (; j + kL * block <= h; j += kL * block) {
-      VF y1[kL][2], y2[kL][2];
-      for (int k = 0; k < kL; ++k) step(j + k * block, y1[k], y2[k]);
-      for (int k = 0; k < kL; ++k) StorePairsOfBF16Operands(y1[k][0], y1[k][1], out + j + k * block, stream);
-      for (int k = 0; k < kL; ++k) StorePairsOfBF16Operands(y2[k][0], y2[k][1], out + h + j + k * block, stream);
-    }
-  }
-  for (; j + block <= h; j += block) {
-    VF y1[2], y2[2];
-    step(j, y1, y2);
-    StorePairsOfBF16Operands(y1[0], y1[1], out + j, stream);
-    StorePairsOfBF16Operands(y2[0], y2[1], out + h + j, stream);
-  }
+  const int64_t j = HalfRuleSteps<LineVectors(2 * HWY_LANES(float) * sizeof(BF)), PairVectors>(
+      stream, 0, h, block, step,
+      [&](const PairVectors& y, int64_t k) { StorePairsOfBF16Operands(y.v[0], y.v[1], out + k, stream); });
   GradHalfBlockRow<BF, BF>(stream, in, out, x, c, s, acc_c, acc_s, h, j);
 }
 

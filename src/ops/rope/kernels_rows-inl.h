@@ -284,6 +284,34 @@ HWY_INLINE constexpr bool StreamHere(std::false_type, const void*, size_t) { ret
 // wrote two lines' 32-byte halves in turn ran at 18 GB/s against 23 for whole lines (README.md, "Session 43").
 constexpr int LineVectors(size_t bytes) { return bytes >= 64 ? 1 : static_cast<int>(64 / bytes); }
 
+// The half rule's vector steps over channels [j, h) of a row, `width` channels each: step(k, y1, y2) computes the
+// outputs at channels k and h + k, store(y, k) writes one at channel k. Streamed, kLine steps at a time with each
+// half's run stored whole (LineVectors). Returns where the steps stop (a scalar tail's start).
+template <int kLine, class Y, class Step, class Store>
+HWY_INLINE int64_t HalfRuleSteps(bool stream, int64_t j, int64_t h, int64_t width, const Step& step,
+                                 const Store& store) {
+  if (kLine > 1 && stream) {
+    for (; j + kLine * width <= h; j += kLine * width) {
+      Y y1[kLine], y2[kLine];
+      for (int k = 0; k < kLine; ++k) step(j + k * width, y1[k], y2[k]);
+      for (int k = 0; k < kLine; ++k) store(y1[k], j + k * width);
+      for (int k = 0; k < kLine; ++k) store(y2[k], h + j + k * width);
+    }
+  }
+  for (; j + width <= h; j += width) {
+    Y y1, y2;
+    step(j, y1, y2);
+    store(y1, j);
+    store(y2, h + j);
+  }
+  return j;
+}
+
+// The even- and odd-channel vectors of a bf16 pair block, as one value (HalfRuleSteps' Y for pair rows).
+struct PairVectors {
+  VF v[2];
+};
+
 template <class TX, class S>
 HWY_INLINE void Put(DF df, VF v, TX* p, S stream) {
   if (StreamHere(stream, p, hn::Lanes(df) * sizeof(TX))) {
